@@ -1,0 +1,1 @@
+"""The command-line shell: parse, call the library, render. No logic lives here."""

@@ -1,0 +1,46 @@
+"""`origamig` — the typer application. Each command lives in its own module with `register(app)`."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import typer
+
+from origamig.errors import UserError
+
+app = typer.Typer(
+    name="origamig",
+    help="MIG-aware VM placement: greedy arrivals, a neighborhood-restricted BILP, live-migration plans.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+# One module per command; each defines `register(app: typer.Typer) -> None`.
+COMMAND_MODULES: tuple[str, ...] = ("configs",)
+
+for _name in COMMAND_MODULES:
+    importlib.import_module(f"origamig.cli.{_name}").register(app)
+
+
+def main() -> None:
+    """Console entry point: user errors become one line per problem on stderr and exit code 2."""
+    try:
+        app(standalone_mode=False)
+    except UserError as err:
+        for line in err.problems:
+            print(f"error: {line}", file=sys.stderr)
+        sys.exit(err.exit_code)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except (typer.Abort, KeyboardInterrupt):
+        print("aborted", file=sys.stderr)
+        sys.exit(130)
+    except Exception as exc:  # click usage errors arrive here in non-standalone mode
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(2)
+        raise

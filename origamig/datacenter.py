@@ -1,0 +1,368 @@
+"""The one mutable state: PMs, their GPUs, running and pending VMs, and O(1) counters.
+
+Resources are integers: CPU in milli-cores (`cpu_m`), RAM in megabytes (`ram_mb`, 1 GB = 1000 MB),
+slices as bit masks (see `mig.py`). PMs are addressed by index in data-center order; VMs by id.
+
+Counters kept up to date by every mutation, in O(1) per GI:
+free CPU/RAM per PM, occupancy and used compute slices per GPU, active PMs, and per compatibility
+class h the active GPUs and placed memory slices, from which Γ_h (Eq. 17) follows; for the PMs
+without GPUs (class `NO_GPU_CLASS`) the active PMs and the CPU/RAM of their VMs (Eq. 18).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from origamig.catalog import DEFAULT_PM_MODEL, GpuModel, Profile
+from origamig.errors import PlacementError
+from origamig.mig import Geometry, geometry
+
+NO_GPU_CLASS = "none"  # the class of the PMs without GPUs (paper Eq. 18)
+
+MILLI = 1000  # milli-cores per core, megabytes per gigabyte
+
+
+def cores_to_m(cores: float) -> int:
+    """Cores → integer milli-cores."""
+    return round(cores * MILLI)
+
+
+def gb_to_mb(gb: float) -> int:
+    """Gigabytes → integer megabytes."""
+    return round(gb * MILLI)
+
+
+@dataclass(frozen=True)
+class PmSpec:
+    """A physical machine: capacities, GPUs (each a GPU model), power model, optional weight b_j."""
+
+    id: str
+    cpu_m: int
+    ram_mb: int
+    gpus: tuple[GpuModel, ...] = ()
+    power_model: str = DEFAULT_PM_MODEL
+    weight: float | None = None
+    powered_off: bool = False
+
+    @property
+    def cpu(self) -> float:
+        return self.cpu_m / MILLI
+
+    @property
+    def ram_gb(self) -> float:
+        return self.ram_mb / MILLI
+
+    @property
+    def gpu_classes(self) -> frozenset[str]:
+        return frozenset(g.gpu_class for g in self.gpus) or frozenset({NO_GPU_CLASS})
+
+
+@dataclass(frozen=True)
+class VmSpec:
+    """A VM request: CPU, RAM and its GIs (profiles of one model). No lifetime: policies never see it."""
+
+    id: str
+    cpu_m: int
+    ram_mb: int
+    gis: tuple[Profile, ...] = ()
+    accept_weight: float | None = None
+    migration_penalty: float | None = None
+
+    @property
+    def cpu(self) -> float:
+        return self.cpu_m / MILLI
+
+    @property
+    def ram_gb(self) -> float:
+        return self.ram_mb / MILLI
+
+    @property
+    def memory_slices(self) -> int:
+        return sum(p.memory_slices for p in self.gis)
+
+    @property
+    def gpu_class(self) -> str:
+        return self.gis[0].gpu_class if self.gis else NO_GPU_CLASS
+
+
+@dataclass(frozen=True)
+class GiSlot:
+    """Where one GI runs: GPU index on its PM and start slice."""
+
+    gpu: int
+    start: int
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a running VM is: PM index and one slot per GI (in the order of `VmSpec.gis`)."""
+
+    pm: int
+    gis: tuple[GiSlot, ...] = ()
+
+
+@dataclass
+class _Gpu:
+    model: GpuModel
+    geo: Geometry
+    occ: int = 0
+    compute: int = 0
+    owners: dict[int, tuple[str, int]] = field(default_factory=dict)  # start -> (vm id, gi index)
+
+
+@dataclass
+class _Pm:
+    spec: PmSpec
+    gpus: list[_Gpu]
+    free_cpu_m: int
+    free_ram_mb: int
+    vms: dict[str, None] = field(default_factory=dict)  # insertion-ordered set of VM ids
+
+
+class DataCenter:
+    """Mutable placement state with O(1) counters. Copy it (`copy()`) before planning on it."""
+
+    def __init__(self, pms: Sequence[PmSpec]) -> None:
+        self.pms: tuple[PmSpec, ...] = tuple(pms)
+        self._pm: list[_Pm] = [
+            _Pm(spec=p, gpus=[_Gpu(g, geometry(g)) for g in p.gpus], free_cpu_m=p.cpu_m, free_ram_mb=p.ram_mb)
+            for p in self.pms
+        ]
+        self.index: dict[str, int] = {p.id: j for j, p in enumerate(self.pms)}
+        if len(self.index) != len(self.pms):
+            raise PlacementError("duplicate PM ids")
+        self.vms: dict[str, VmSpec] = {}  # running VMs
+        self.placement: dict[str, Placement] = {}
+        self.pending: dict[str, VmSpec] = {}  # insertion order = oldest first
+        self.active_pms = 0
+        self.active_gpus: dict[str, int] = {}
+        self.placed_slices: dict[str, int] = {}
+        self.class_slices: dict[str, int] = {}  # |U_h| per class
+        self.class_pms: dict[str, list[int]] = {}  # PMs carrying at least one GPU of class h
+        for j, p in enumerate(self.pms):
+            for h in p.gpu_classes:
+                self.class_pms.setdefault(h, []).append(j)
+            for g in p.gpus:
+                self.active_gpus.setdefault(g.gpu_class, 0)
+                self.placed_slices.setdefault(g.gpu_class, 0)
+                known = self.class_slices.setdefault(g.gpu_class, g.memory_slices)
+                if known != g.memory_slices:
+                    raise PlacementError(f"GPU class {g.gpu_class} mixes models with different slice counts")
+        self.no_gpu_pms = [j for j, p in enumerate(self.pms) if not p.gpus]
+        self.no_gpu_active = 0
+        self.no_gpu_cpu_m = 0
+        self.no_gpu_ram_mb = 0
+        self._cmax = max((self.pms[j].cpu_m for j in self.no_gpu_pms), default=1)
+        self._rmax = max((self.pms[j].ram_mb for j in self.no_gpu_pms), default=1)
+
+    # --- reading -----------------------------------------------------------------------------
+    def free_cpu_m(self, j: int) -> int:
+        return self._pm[j].free_cpu_m
+
+    def free_ram_mb(self, j: int) -> int:
+        return self._pm[j].free_ram_mb
+
+    def vms_on(self, j: int) -> list[str]:
+        """Running VMs on PM j, in the order they were placed."""
+        return list(self._pm[j].vms)
+
+    def vm_count(self, j: int) -> int:
+        return len(self._pm[j].vms)
+
+    def is_active(self, j: int) -> bool:
+        return bool(self._pm[j].vms)
+
+    def gpu_count(self, j: int) -> int:
+        return len(self._pm[j].gpus)
+
+    def gpu_model(self, j: int, k: int) -> GpuModel:
+        return self._pm[j].gpus[k].model
+
+    def gpu_geometry(self, j: int, k: int) -> Geometry:
+        return self._pm[j].gpus[k].geo
+
+    def occupancy(self, j: int, k: int) -> int:
+        """Bit mask of the used memory slices of GPU k of PM j."""
+        return self._pm[j].gpus[k].occ
+
+    def used_compute(self, j: int, k: int) -> int:
+        return self._pm[j].gpus[k].compute
+
+    def gis_on(self, j: int, k: int) -> dict[int, tuple[str, int]]:
+        """start slice → (VM id, GI index) of the GIs on GPU k of PM j."""
+        return dict(self._pm[j].gpus[k].owners)
+
+    def cf(self, j: int, k: int) -> int:
+        g = self._pm[j].gpus[k]
+        return g.geo.cf(g.occ)
+
+    def free_slices(self, j: int, k: int) -> int:
+        g = self._pm[j].gpus[k]
+        return g.geo.free_count[g.occ]
+
+    def gpu_active(self, j: int, k: int) -> bool:
+        return self._pm[j].gpus[k].occ != 0
+
+    def gamma(self, gpu_class: str) -> int:
+        """Γ_h (Eq. 17), or Γ_0 (Eq. 18) for `NO_GPU_CLASS`: an O(1) read of the counters."""
+        if gpu_class == NO_GPU_CLASS:
+            need = max(math.ceil(self.no_gpu_cpu_m / self._cmax), math.ceil(self.no_gpu_ram_mb / self._rmax))
+            return self.no_gpu_active - need
+        need = math.ceil(self.placed_slices[gpu_class] / self.class_slices[gpu_class])
+        return self.active_gpus[gpu_class] - need
+
+    @property
+    def classes(self) -> list[str]:
+        """Compatibility classes present, plus `NO_GPU_CLASS` when some PM has no GPU."""
+        return list(self.class_pms)
+
+    def running(self) -> Iterator[tuple[VmSpec, Placement]]:
+        for vm_id, pl in self.placement.items():
+            yield self.vms[vm_id], pl
+
+    def fits_resources(self, vm: VmSpec, j: int) -> bool:
+        pm = self._pm[j]
+        return pm.free_cpu_m >= vm.cpu_m and pm.free_ram_mb >= vm.ram_mb
+
+    # --- mutation ----------------------------------------------------------------------------
+    def add_pending(self, vm: VmSpec) -> None:
+        if vm.id in self.vms or vm.id in self.pending:
+            raise PlacementError(f"VM id {vm.id!r} is already known")
+        self.pending[vm.id] = vm
+
+    def drop_pending(self, vm_id: str) -> VmSpec:
+        return self.pending.pop(vm_id)
+
+    def place(self, vm: VmSpec, placement: Placement) -> None:
+        """Start `vm` at `placement` (a pending VM leaves the queue). Validates everything first."""
+        if vm.id in self.vms:
+            raise PlacementError(f"VM {vm.id!r} is already running")
+        self._check_fit(vm, placement)
+        self.pending.pop(vm.id, None)
+        self._claim(vm, placement)
+
+    def remove(self, vm_id: str) -> Placement:
+        """A running VM departs; returns where it was."""
+        vm = self.vms[vm_id]
+        pl = self.placement[vm_id]
+        self._release(vm, pl)
+        del self.vms[vm_id]
+        del self.placement[vm_id]
+        return pl
+
+    def move(self, vm_id: str, placement: Placement) -> None:
+        """Move a running VM to `placement` atomically (no intermediate state is modelled here)."""
+        vm = self.vms[vm_id]
+        old = self.placement[vm_id]
+        self._release(vm, old)
+        try:
+            self._check_fit(vm, placement)
+        except PlacementError:
+            self._claim(vm, old)
+            raise
+        self._claim(vm, placement)
+
+    def apply_placement(self, target: Mapping[str, Placement]) -> None:
+        """Set every VM of `target` to its placement there (running ones move, pending ones start)."""
+        moving = [v for v in target if v in self.vms and self.placement[v] != target[v]]
+        for v in moving:
+            self._release(self.vms[v], self.placement[v])
+        for v in moving:
+            self._check_fit(self.vms[v], target[v])
+            self._claim(self.vms[v], target[v])
+        for v, pl in target.items():
+            if v in self.pending:
+                self.place(self.pending[v], pl)
+
+    def copy(self) -> DataCenter:
+        """An independent copy (specs shared, mutable state copied) — plan on it, not on the live state."""
+        new = DataCenter.__new__(DataCenter)
+        new.__dict__.update(self.__dict__)
+        new._pm = [
+            _Pm(
+                spec=p.spec,
+                gpus=[_Gpu(g.model, g.geo, g.occ, g.compute, dict(g.owners)) for g in p.gpus],
+                free_cpu_m=p.free_cpu_m,
+                free_ram_mb=p.free_ram_mb,
+                vms=dict(p.vms),
+            )
+            for p in self._pm
+        ]
+        new.vms = dict(self.vms)
+        new.placement = dict(self.placement)
+        new.pending = dict(self.pending)
+        new.active_gpus = dict(self.active_gpus)
+        new.placed_slices = dict(self.placed_slices)
+        return new
+
+    # --- internals ---------------------------------------------------------------------------
+    def _check_fit(self, vm: VmSpec, pl: Placement) -> None:
+        if not 0 <= pl.pm < len(self._pm):
+            raise PlacementError(f"VM {vm.id}: PM index {pl.pm} does not exist")
+        pm = self._pm[pl.pm]
+        if len(pl.gis) != len(vm.gis):
+            raise PlacementError(f"VM {vm.id}: {len(vm.gis)} GIs but {len(pl.gis)} slots")
+        if pm.free_cpu_m < vm.cpu_m or pm.free_ram_mb < vm.ram_mb:
+            raise PlacementError(f"VM {vm.id}: not enough free CPU/RAM on PM {pm.spec.id}")
+        claimed: dict[int, int] = {}
+        for prof, slot in zip(vm.gis, pl.gis, strict=True):
+            if not 0 <= slot.gpu < len(pm.gpus):
+                raise PlacementError(f"VM {vm.id}: GPU {slot.gpu} does not exist on PM {pm.spec.id}")
+            gpu = pm.gpus[slot.gpu]
+            if gpu.model.gpu_class != prof.gpu_class or not gpu.model.has_profile(prof.name):
+                raise PlacementError(f"VM {vm.id}: {prof.name} cannot run on a {gpu.model.name}")
+            if slot.start not in prof.starts:
+                raise PlacementError(f"VM {vm.id}: {slot.start} is not a permitted start for {prof.name}")
+            mask = prof.mask(slot.start)
+            used = gpu.occ | claimed.get(slot.gpu, 0)
+            if used & mask:
+                raise PlacementError(f"VM {vm.id}: {prof.name}@{slot.start} overlaps on GPU {slot.gpu}")
+            claimed[slot.gpu] = claimed.get(slot.gpu, 0) | mask
+
+    def _claim(self, vm: VmSpec, pl: Placement) -> None:
+        pm = self._pm[pl.pm]
+        if not pm.vms:
+            self.active_pms += 1
+            if not pm.gpus:
+                self.no_gpu_active += 1
+        if not pm.gpus:
+            self.no_gpu_cpu_m += vm.cpu_m
+            self.no_gpu_ram_mb += vm.ram_mb
+        pm.vms[vm.id] = None
+        pm.free_cpu_m -= vm.cpu_m
+        pm.free_ram_mb -= vm.ram_mb
+        for n, (prof, slot) in enumerate(zip(vm.gis, pl.gis, strict=True)):
+            gpu = pm.gpus[slot.gpu]
+            h = gpu.model.gpu_class
+            if not gpu.occ:
+                self.active_gpus[h] += 1
+            gpu.occ |= prof.mask(slot.start)
+            gpu.compute += prof.compute_slices
+            gpu.owners[slot.start] = (vm.id, n)
+            self.placed_slices[h] += prof.memory_slices
+        self.vms[vm.id] = vm
+        self.placement[vm.id] = pl
+
+    def _release(self, vm: VmSpec, pl: Placement) -> None:
+        pm = self._pm[pl.pm]
+        for prof, slot in zip(vm.gis, pl.gis, strict=True):
+            gpu = pm.gpus[slot.gpu]
+            h = gpu.model.gpu_class
+            gpu.occ &= ~prof.mask(slot.start)
+            gpu.compute -= prof.compute_slices
+            del gpu.owners[slot.start]
+            self.placed_slices[h] -= prof.memory_slices
+            if not gpu.occ:
+                self.active_gpus[h] -= 1
+        pm.free_cpu_m += vm.cpu_m
+        pm.free_ram_mb += vm.ram_mb
+        del pm.vms[vm.id]
+        if not pm.gpus:
+            self.no_gpu_cpu_m -= vm.cpu_m
+            self.no_gpu_ram_mb -= vm.ram_mb
+        if not pm.vms:
+            self.active_pms -= 1
+            if not pm.gpus:
+                self.no_gpu_active -= 1

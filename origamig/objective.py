@@ -1,0 +1,132 @@
+"""The referee: Eq. (5) computed for any placement, recomputing φ, γ, m, ω and f from it.
+
+Solver objective values, plan acceptance and tests all go through `evaluate`; the solver code never
+marks its own homework.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from origamig.datacenter import DataCenter, PmSpec, Placement, VmSpec
+from origamig.mig import geometry
+
+
+@dataclass(frozen=True)
+class Weights:
+    """Weights of Eq. (5). Defaults are the paper's (§6.1); per-VM/PM overrides live on the specs."""
+
+    accept: float = 100.0  # a_i
+    pm: float = 50.0  # b_j
+    gpu: float = 20.0  # e_jk
+    free_start: float = 1.0  # w_p (default for every profile)
+    migration: float = 10.0  # δ_i of a running VM (0 for a pending one)
+    free_start_by_profile: Mapping[str, float] = field(default_factory=dict)
+
+    def a(self, vm: VmSpec) -> float:
+        return self.accept if vm.accept_weight is None else vm.accept_weight
+
+    def b(self, pm: PmSpec) -> float:
+        return self.pm if pm.weight is None else pm.weight
+
+    def delta(self, vm: VmSpec) -> float:
+        """δ_i for a running VM (the caller uses 0 for pending VMs)."""
+        return self.migration if vm.migration_penalty is None else vm.migration_penalty
+
+    def w(self, profile_name: str) -> float:
+        return self.free_start_by_profile.get(profile_name, self.free_start)
+
+
+@dataclass(frozen=True)
+class Objective:
+    """Eq. (5) and its four terms: acceptance − consolidation − migration + free starts."""
+
+    acceptance: float
+    consolidation: float  # Σ b_j φ_j + Σ e_jk γ_jk (subtracted)
+    migration: float  # Σ δ_i (m_i + ω_i) (subtracted)
+    free_starts: float  # Σ w_p f_jkpz
+
+    @property
+    def value(self) -> float:
+        return self.acceptance - self.consolidation - self.migration + self.free_starts
+
+    def as_dict(self) -> dict[str, float]:
+        return {
+            "value": self.value,
+            "acceptance": self.acceptance,
+            "consolidation": self.consolidation,
+            "migration": self.migration,
+            "free_starts": self.free_starts,
+        }
+
+
+def evaluate(
+    pms: Sequence[PmSpec],
+    vms: Mapping[str, VmSpec],
+    placement: Mapping[str, Placement],
+    previous: Mapping[str, Placement],
+    weights: Weights,
+    region_pms: Iterable[int] | None = None,
+    region_vms: Iterable[str] | None = None,
+) -> Objective:
+    """Eq. (5) over a region (default: everything) for `placement`, relative to `previous`.
+
+    `vms` holds every VM of the region (running and pending); a VM counts as admitted when it is in
+    `placement`, and as previously running (δ_i > 0) when it is in `previous`. The PM and GPU terms
+    and the free-start term cover the PMs of `region_pms`; the acceptance and migration terms cover
+    the VMs of `region_vms`.
+    """
+    pm_set = range(len(pms)) if region_pms is None else sorted(set(region_pms))
+    vm_ids = list(vms) if region_vms is None else list(region_vms)
+    acceptance = 0.0
+    migration = 0.0
+    for v in vm_ids:
+        vm = vms[v]
+        now = placement.get(v)
+        if now is None:
+            continue
+        acceptance += weights.a(vm)
+        before = previous.get(v)
+        if before is None:
+            continue
+        m = 1 if now.pm != before.pm else 0
+        omega = 1 if (m or now.gis != before.gis) else 0
+        migration += weights.delta(vm) * (m + omega)
+    occ: dict[tuple[int, int], int] = {}
+    hosts: set[int] = set()
+    wanted = set(pm_set)
+    for v, pl in placement.items():
+        if pl.pm not in wanted:
+            continue
+        hosts.add(pl.pm)
+        vm = vms[v]
+        for prof, slot in zip(vm.gis, pl.gis, strict=True):
+            key = (pl.pm, slot.gpu)
+            occ[key] = occ.get(key, 0) | prof.mask(slot.start)
+    consolidation = 0.0
+    free_starts = 0.0
+    for j in pm_set:
+        pm = pms[j]
+        if j in hosts:
+            consolidation += weights.b(pm)
+        for k, model in enumerate(pm.gpus):
+            mask = occ.get((j, k), 0)
+            if not mask:
+                continue
+            consolidation += weights.gpu
+            caps = geometry(model).capacity(mask)
+            free_starts += sum(weights.w(p.name) * c for p, c in zip(model.profiles, caps, strict=True))
+    return Objective(acceptance, consolidation, migration, free_starts)
+
+
+def evaluate_dc(
+    dc: DataCenter,
+    previous: Mapping[str, Placement],
+    weights: Weights,
+    region_pms: Iterable[int] | None = None,
+    region_vms: Iterable[str] | None = None,
+) -> Objective:
+    """`evaluate` on a DataCenter's current placement (running plus its pending VMs)."""
+    vms = {**dc.vms, **dc.pending}
+    return evaluate(dc.pms, vms, dc.placement, previous, weights, region_pms, region_vms)

@@ -1,0 +1,145 @@
+"""The one small Protocol every placement policy implements, its records, and the registry.
+
+The simulator (and the CLI) talk to policies only through this module: they never branch on a
+policy's name. A policy sees the data-center state and the requests, never lifetimes.
+
+Life of a request, as the simulator drives it:
+1. `arrive(dc, vm, now, locked)` returns `Placed` (the simulator calls `dc.place`), `Deferred`
+   (the simulator puts the VM in `dc.pending`, the policy's queue Q, oldest first) or `Rejection`.
+   `locked` holds the PMs of a call in progress: no arrival may be placed on them.
+2. `depart(dc, vm_id, now)` is called after the simulator removed the VM from `dc`.
+3. Periodic work: the simulator asks `next_check(now)` when the policy next wants to be asked, and
+   at that time calls `work(dc, now)`, which decides on a *copy* of the state and returns `Work`
+   (or None). The simulator applies `Work.target` at `now + duration` (the decision's wall time, or
+   its modeled time in deterministic mode), drops the VMs that departed meanwhile, rejects
+   `Work.rejected`, and then calls `finished(dc, work, now)`. One call at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from origamig.datacenter import DataCenter, Placement, VmSpec
+
+
+@dataclass(frozen=True)
+class Placed:
+    """The arriving VM goes to `placement` now."""
+
+    placement: Placement
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """The arriving VM waits in the pending queue Q (OrigaMIG's admission path)."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """The arriving VM fits nowhere: why, what it needed, the best free that was seen."""
+
+    reason: str
+    needed: Mapping[str, Any] = field(default_factory=dict)
+    free: Mapping[str, Any] = field(default_factory=dict)
+
+
+ArrivalDecision = Placed | Deferred | Rejection
+
+
+@dataclass(frozen=True)
+class Work:
+    """The outcome of one call (OrigaMIG admission/consolidation, TC compaction, OPT).
+
+    `target` gives the new placement of every VM it moves or admits (running VMs that keep their
+    place may be omitted). `plan` is the executor's ordered plan (or None when nothing changes);
+    `pms` are locked while the call runs. `wall_s` is the measured decision time, `modeled_s` the
+    time derived from deterministic work (used in deterministic mode).
+    """
+
+    kind: str
+    pms: frozenset[int]
+    target: Mapping[str, Placement]
+    admitted: tuple[str, ...] = ()
+    rejected: tuple[str, ...] = ()
+    plan: Any = None
+    wall_s: float = 0.0
+    modeled_s: float = 0.0
+    applied: bool = True
+    stats: Mapping[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """What every placement policy implements."""
+
+    name: str
+
+    def arrive(self, dc: DataCenter, vm: VmSpec, now: float, locked: frozenset[int]) -> ArrivalDecision:
+        """Decide where an arriving VM goes (never mutates `dc`)."""
+        ...
+
+    def depart(self, dc: DataCenter, vm_id: str, now: float) -> None:
+        """React to a departure (the VM is already removed from `dc`)."""
+        ...
+
+    def next_check(self, now: float) -> float | None:
+        """When the policy next wants `work` to be called (None: never)."""
+        ...
+
+    def work(self, dc: DataCenter, now: float) -> Work | None:
+        """Periodic work on the current state; returns what to apply, or None."""
+        ...
+
+    def finished(self, dc: DataCenter, work: Work, now: float) -> None:
+        """Told after `work` was applied (or discarded when `work.applied` is False)."""
+        ...
+
+    def counters(self) -> dict[str, float]:
+        """Calls and their kinds, wall times, migrations, parking moves, bytes, admitted, rejected."""
+        ...
+
+
+PolicyFactory = Callable[..., Policy]
+_REGISTRY: dict[str, PolicyFactory] = {}
+
+
+def register(name: str) -> Callable[[PolicyFactory], PolicyFactory]:
+    """Class decorator: make a policy available by name."""
+
+    def deco(factory: PolicyFactory) -> PolicyFactory:
+        _REGISTRY[name] = factory
+        return factory
+
+    return deco
+
+
+def policy_names() -> list[str]:
+    _load_builtin()
+    return sorted(_REGISTRY)
+
+
+def make_policy(name: str, **options: Any) -> Policy:
+    """A policy by registry name, with its options."""
+    from origamig.errors import UserError
+
+    _load_builtin()
+    try:
+        factory = _REGISTRY[name]
+    except KeyError:
+        raise UserError(f"--policy: unknown policy {name!r} (known: {', '.join(sorted(_REGISTRY))})") from None
+    return factory(**options)
+
+
+def _load_builtin() -> None:
+    import importlib
+
+    for module in BUILTIN_POLICY_MODULES:
+        importlib.import_module(f"origamig.policies.{module}")
+
+
+# Modules whose import registers a policy (one module per policy).
+BUILTIN_POLICY_MODULES: tuple[str, ...] = ()
