@@ -236,6 +236,9 @@ def pm_model_from_dict(data: Mapping[str, Any], where: str) -> PmModel:
     f = _Fields(where, dict(data))
     loads = f.get("load_percent", list)
     watts = f.get("power_w", list)
+    for x in loads:
+        if isinstance(x, bool) or not isinstance(x, (int, float)):
+            raise CatalogError(f"{where}.load_percent: {x!r} is not a number")
     if len(loads) != len(watts) or len(loads) < 2:
         raise CatalogError(f"{where}.power_w: needs one value per load level (at least two levels)")
     if loads[0] != 0 or loads[-1] != 100 or sorted(set(loads)) != list(loads):

@@ -256,25 +256,50 @@ class DataCenter:
         """Move a running VM to `placement` atomically (no intermediate state is modelled here)."""
         vm = self.vms[vm_id]
         old = self.placement[vm_id]
+        order = dict(self._pm[old.pm].vms)
         self._release(vm, old)
         try:
             self._check_fit(vm, placement)
         except PlacementError:
             self._claim(vm, old)
+            self._pm[old.pm].vms = order  # a failed move keeps the PM's VM order
             raise
         self._claim(vm, placement)
 
     def apply_placement(self, target: Mapping[str, Placement]) -> None:
-        """Set every VM of `target` to its placement there (running ones move, pending ones start)."""
+        """Set every VM of `target` to its placement there (running ones move, pending ones start).
+
+        All or nothing: if any placement breaks a constraint, the state is restored and
+        `PlacementError` is raised. An id that is neither running nor pending is an error.
+        """
+        unknown = [v for v in target if v not in self.vms and v not in self.pending]
+        if unknown:
+            raise PlacementError(f"cannot apply a placement for unknown VMs: {', '.join(sorted(unknown))}")
         moving = [v for v in target if v in self.vms and self.placement[v] != target[v]]
+        starting = [v for v in target if v in self.pending]
+        old = {v: self.placement[v] for v in moving}
         for v in moving:
-            self._release(self.vms[v], self.placement[v])
-        for v in moving:
-            self._check_fit(self.vms[v], target[v])
-            self._claim(self.vms[v], target[v])
-        for v, pl in target.items():
-            if v in self.pending:
-                self.place(self.pending[v], pl)
+            self._release(self.vms[v], old[v])
+        claimed: list[str] = []
+        try:
+            for v in moving:
+                self._check_fit(self.vms[v], target[v])
+                self._claim(self.vms[v], target[v])
+                claimed.append(v)
+            for v in starting:
+                self._check_fit(self.pending[v], target[v])
+                self._claim(self.pending[v], target[v])
+                claimed.append(v)
+        except PlacementError:
+            for v in claimed:
+                self._release(self.vms[v], self.placement[v])
+                if v in starting:
+                    del self.vms[v], self.placement[v]
+            for v in moving:
+                self._claim(self.vms[v], old[v])
+            raise
+        for v in starting:
+            del self.pending[v]
 
     def copy(self) -> DataCenter:
         """An independent copy (specs shared, mutable state copied) — plan on it, not on the live state."""

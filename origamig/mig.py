@@ -118,9 +118,16 @@ class GpuConfig:
         caps = geometry(self.model).capacity(self.occupancy)
         return {p.name: c for p, c in zip(self.model.profiles, caps, strict=True)}
 
+    def _profile(self, profile: Profile | str) -> Profile:
+        if not isinstance(profile, str):
+            return profile
+        if not self.model.has_profile(profile):
+            raise PlacementError(f"{self.model.name} has no profile {profile!r}")
+        return self.model.profile(profile)
+
     def place(self, profile: Profile | str, start: int) -> GpuConfig:
         """A new configuration with `profile` at `start`; `PlacementError` if not allowed."""
-        p = self.model.profile(profile) if isinstance(profile, str) else profile
+        p = self._profile(profile)
         if p.gpu_model != self.model.name:
             raise PlacementError(f"profile {p.name} of {p.gpu_model} cannot go on a {self.model.name}")
         if start not in p.starts:
@@ -143,7 +150,7 @@ class GpuConfig:
 
     def default_place(self, profile: Profile | str) -> GpuConfig | None:
         """Place `profile` where the default policy would; None when S(F,p) is empty."""
-        p = self.model.profile(profile) if isinstance(profile, str) else profile
+        p = self._profile(profile)
         z = geometry(self.model).default_start(self.occupancy, p)
         return None if z is None else self.place(p, z)
 

@@ -17,6 +17,12 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+
+@app.callback()
+def _root() -> None:
+    """MIG-aware VM placement (keeps `origamig <command>` a group even with a single command)."""
+
+
 # One module per command; each defines `register(app: typer.Typer) -> None`.
 COMMAND_MODULES: tuple[str, ...] = ("configs",)
 
@@ -25,22 +31,14 @@ for _name in COMMAND_MODULES:
 
 
 def main() -> None:
-    """Console entry point: user errors become one line per problem on stderr and exit code 2."""
+    """Console entry point: user errors become one line per problem on stderr and exit code 2.
+
+    Click's standalone mode handles its own errors (usage errors exit 2, `--help`, `typer.Exit`);
+    typer vendors its own click, so catching `click.ClickException` here would miss them.
+    """
     try:
-        app(standalone_mode=False)
+        app()
     except UserError as err:
         for line in err.problems:
             print(f"error: {line}", file=sys.stderr)
         sys.exit(err.exit_code)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except (typer.Abort, KeyboardInterrupt):
-        print("aborted", file=sys.stderr)
-        sys.exit(130)
-    except Exception as exc:  # click usage errors arrive here in non-standalone mode
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(2)
-        raise
