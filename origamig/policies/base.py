@@ -142,4 +142,4 @@ def _load_builtin() -> None:
 
 
 # Modules whose import registers a policy (one module per policy).
-BUILTIN_POLICY_MODULES: tuple[str, ...] = ()
+BUILTIN_POLICY_MODULES: tuple[str, ...] = ("ff", "mfi", "tc")

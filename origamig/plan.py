@@ -1,0 +1,395 @@
+"""Migration plans: the steps of SPEC §8, their cost, and their JSON / table / shell renderings.
+
+A plan is a list of steps run strictly in order. Each step is one frozen record whose `to_dict()` is
+exactly the SPEC §8 JSON object (`{"op": "migrate", "vm": .., "from": .., "to": ..}`, plus
+`"parking": true` on the steps of a parking move). PMs are named by their ids, GPUs by their index
+on the PM. The executor (`executor.py`) builds plans; `replay.py` checks them independently.
+
+Cost model (SPEC §4): an inter-PM live migration copies the VM's RAM plus the memory of its GIs
+over the network at `bandwidth_gbit_s` (default 12.5 Gbit/s, half of a 25 Gbit/s link); an
+intra-PM move (between GIs of one PM) copies nothing over the network and is counted at 0 bytes
+and 0 s. 1 GB = 10⁹ bytes, 1 MB = 10⁶ bytes, as everywhere in the package.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from origamig.datacenter import DataCenter, Placement, VmSpec
+
+DEFAULT_BANDWIDTH_GBIT_S = 12.5  # SPEC §4: half of a 25 Gbit/s link
+
+
+# --- steps ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PowerOn:
+    """Switch PM `pm` on (before the first VM step)."""
+
+    op: ClassVar[str] = "power_on"
+    pm: str
+    parking: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return _with_parking({"op": self.op, "pm": self.pm}, self.parking)
+
+
+@dataclass(frozen=True)
+class CreateGi:
+    """Create GI number `gi` of VM `vm` on GPU `gpu` of PM `pm` at start slice `start`."""
+
+    op: ClassVar[str] = "create_gi"
+    vm: str
+    gi: int
+    pm: str
+    gpu: int
+    start: int
+    parking: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {"op": self.op, "vm": self.vm, "gi": self.gi, "pm": self.pm, "gpu": self.gpu, "start": self.start}
+        return _with_parking(d, self.parking)
+
+
+@dataclass(frozen=True)
+class Migrate:
+    """Live-migrate VM `vm` from PM `from_pm` to PM `to_pm` (equal: a move between GIs of one PM)."""
+
+    op: ClassVar[str] = "migrate"
+    vm: str
+    from_pm: str
+    to_pm: str
+    parking: bool = False
+
+    @property
+    def inter_pm(self) -> bool:
+        return self.from_pm != self.to_pm
+
+    def to_dict(self) -> dict[str, Any]:
+        return _with_parking(
+            {"op": self.op, "vm": self.vm, "from": self.from_pm, "to": self.to_pm}, self.parking
+        )
+
+
+@dataclass(frozen=True)
+class Start:
+    """Start the admitted pending VM `vm` on PM `pm` (its GIs exist already)."""
+
+    op: ClassVar[str] = "start"
+    vm: str
+    pm: str
+    parking: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return _with_parking({"op": self.op, "vm": self.vm, "pm": self.pm}, self.parking)
+
+
+@dataclass(frozen=True)
+class DestroyGi:
+    """Destroy the old GI number `gi` of VM `vm` on GPU `gpu` of PM `pm` at start slice `start`."""
+
+    op: ClassVar[str] = "destroy_gi"
+    vm: str
+    gi: int
+    pm: str
+    gpu: int
+    start: int
+    parking: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {"op": self.op, "vm": self.vm, "gi": self.gi, "pm": self.pm, "gpu": self.gpu, "start": self.start}
+        return _with_parking(d, self.parking)
+
+
+@dataclass(frozen=True)
+class PowerOff:
+    """Switch the empty PM `pm` off (after the last VM step)."""
+
+    op: ClassVar[str] = "power_off"
+    pm: str
+    parking: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return _with_parking({"op": self.op, "pm": self.pm}, self.parking)
+
+
+Step = PowerOn | CreateGi | Migrate | Start | DestroyGi | PowerOff
+
+STEP_OPS: tuple[str, ...] = ("power_on", "create_gi", "migrate", "start", "destroy_gi", "power_off")
+
+
+def _with_parking(d: dict[str, Any], parking: bool) -> dict[str, Any]:
+    if parking:
+        d["parking"] = True
+    return d
+
+
+# --- cost ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class MoveRecord:
+    """One live migration or start of a plan, with what it copies over the network."""
+
+    vm: str
+    from_pm: str | None  # None for a start
+    to_pm: str
+    parking: bool
+    bytes_copied: int
+    duration_s: float
+
+    @property
+    def inter_pm(self) -> bool:
+        return self.from_pm is not None and self.from_pm != self.to_pm
+
+
+def move_bytes(vm: VmSpec) -> int:
+    """Bytes an inter-PM live migration of `vm` copies: its RAM plus the memory of its GIs."""
+    return vm.ram_mb * 10**6 + sum(round(p.memory_gb * 10**9) for p in vm.gis)
+
+
+def transfer_seconds(n_bytes: int, bandwidth_gbit_s: float) -> float:
+    """Seconds to copy `n_bytes` at `bandwidth_gbit_s` (10⁹ bit/s per Gbit/s)."""
+    return n_bytes * 8 / (bandwidth_gbit_s * 1e9)
+
+
+@dataclass(frozen=True)
+class PlanCost:
+    """What a plan costs. `migrations_*` count the moves to the target, `parking_*` the parking moves;
+    every one of them is a live migration (`live_migrations`).
+
+    The decision rule of SPEC §3 subtracts δ_i per intra-PM parking move and 2δ_i per inter-PM one
+    (`parking_penalty`). `bytes_copied` and `duration_s` sum over the inter-PM live migrations,
+    parking included (steps run in order, so durations add up).
+    """
+
+    migrations_intra: int = 0
+    migrations_inter: int = 0
+    parking_intra: int = 0
+    parking_inter: int = 0
+    starts: int = 0
+    bytes_copied: int = 0
+    duration_s: float = 0.0
+    bandwidth_gbit_s: float = DEFAULT_BANDWIDTH_GBIT_S
+    pms_on: int = 0
+    pms_off: int = 0
+
+    @property
+    def migrations(self) -> int:
+        """Moves to the target (intra + inter), parking moves excluded."""
+        return self.migrations_intra + self.migrations_inter
+
+    @property
+    def parking(self) -> int:
+        return self.parking_intra + self.parking_inter
+
+    @property
+    def live_migrations(self) -> int:
+        """Every migrate step: moves to the target plus parking moves."""
+        return self.migrations + self.parking
+
+    @property
+    def bytes(self) -> int:
+        """Alias of `bytes_copied`."""
+        return self.bytes_copied
+
+    @property
+    def migrated_gb(self) -> float:
+        return self.bytes_copied / 1e9
+
+    def parking_penalty(self, delta: float) -> float:
+        """δ per intra-PM parking move plus 2δ per inter-PM one (SPEC §3), for one uniform δ."""
+        return delta * (self.parking_intra + 2 * self.parking_inter)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "migrations_intra": self.migrations_intra,
+            "migrations_inter": self.migrations_inter,
+            "parking_intra": self.parking_intra,
+            "parking_inter": self.parking_inter,
+            "starts": self.starts,
+            "bytes_copied": self.bytes_copied,
+            "migrated_gb": self.migrated_gb,
+            "duration_s": self.duration_s,
+            "bandwidth_gbit_s": self.bandwidth_gbit_s,
+            "pms_on": self.pms_on,
+            "pms_off": self.pms_off,
+        }
+
+    def describe(self) -> str:
+        """One line for humans."""
+        return (
+            f"{self.migrations} migrations "
+            f"({self.migrations_intra} intra-PM, {self.migrations_inter} inter-PM)"
+            f" + {self.parking} parking ({self.parking_intra} intra, {self.parking_inter} inter), "
+            f"{self.starts} starts, {self.migrated_gb:g} GB copied, ~{self.duration_s:.1f} s at "
+            f"{self.bandwidth_gbit_s:g} Gbit/s, {self.pms_on} PMs on, {self.pms_off} off"
+        )
+
+
+def cost_of(moves: Sequence[MoveRecord], steps: Sequence[Step], bandwidth_gbit_s: float) -> PlanCost:
+    """The `PlanCost` of a plan from its move records and steps."""
+    migs = [m for m in moves if m.from_pm is not None]
+    return PlanCost(
+        migrations_intra=sum(1 for m in migs if not m.parking and not m.inter_pm),
+        migrations_inter=sum(1 for m in migs if not m.parking and m.inter_pm),
+        parking_intra=sum(1 for m in migs if m.parking and not m.inter_pm),
+        parking_inter=sum(1 for m in migs if m.parking and m.inter_pm),
+        starts=len(moves) - len(migs),
+        bytes_copied=sum(m.bytes_copied for m in moves),
+        duration_s=sum(m.duration_s for m in moves),
+        bandwidth_gbit_s=bandwidth_gbit_s,
+        pms_on=sum(1 for s in steps if isinstance(s, PowerOn)),
+        pms_off=sum(1 for s in steps if isinstance(s, PowerOff)),
+    )
+
+
+# --- plan ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Infeasible:
+    """No always-valid plan was found: why, and the VMs of the blocked cycle(s)."""
+
+    reason: str
+    blocked: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Plan:
+    """An ordered, always-valid plan: its steps, moves, cost, parked VMs and the state it ends in.
+
+    `final_placement` is the placement of every running VM after the last step (VM id → Placement).
+    """
+
+    steps: tuple[Step, ...]
+    cost: PlanCost
+    parked: tuple[str, ...] = ()
+    moves: tuple[MoveRecord, ...] = ()
+    final_placement: Mapping[str, Placement] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    @property
+    def vm_steps(self) -> int:
+        """Migrations plus starts: each with its create_gi/destroy_gi ops counts as one step."""
+        return len(self.moves)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        """The plan as SPEC §8 JSON: a list of step objects."""
+        return [s.to_dict() for s in self.steps]
+
+    def table(self) -> Group:
+        """A rich renderable: a table of the steps, then the cost on one line."""
+        t = Table(title="migration plan", show_lines=False)
+        t.add_column("#", justify="right")
+        for name in ("op", "vm", "where", ""):
+            t.add_column(name)
+        for n, s in enumerate(self.steps):
+            t.add_row(str(n), s.op, getattr(s, "vm", ""), _where(s), "parking" if s.parking else "")
+        return Group(t, Text(f"cost: {self.cost.describe()}"))
+
+    def to_shell(self, dc: DataCenter) -> str:
+        """A dry-run shell script of the real operations (see `render_shell`)."""
+        return render_shell(self.steps, dc)
+
+
+def _where(s: Step) -> str:
+    if isinstance(s, Migrate):
+        return f"{s.from_pm} → {s.to_pm}" if s.inter_pm else f"{s.from_pm} (between GIs)"
+    if isinstance(s, CreateGi | DestroyGi):
+        return f"{s.pm} gpu {s.gpu} start {s.start}"
+    return s.pm
+
+
+# --- shell ---------------------------------------------------------------------------------------
+_SHELL_HEADER = """\
+#!/bin/sh
+# origamig migration plan — DRY RUN. Each operation is printed, not run, unless ORIGAMIG_EXECUTE=1.
+# Steps must run strictly in this order; a failed step stops the script (set -e).
+#
+# GI creation uses explicit placement: nvidia-smi mig -i <gpu> -cgi <profile-id>:<start>.
+# NOTE: the '<profile>:<start>' placement syntax is taken from secondary sources (a third-party
+# wrapper's docstring and an nvidia-smi clone), not from NVIDIA's documentation; see
+# ../shared/data/mig-catalog.md. NVML's nvmlDeviceCreateGpuInstanceWithPlacement is the
+# authoritative interface. GIs are destroyed by their GI id, looked up from their placement in
+# `nvidia-smi mig -lgi` (columns: GPU, name, profile id, instance id, start:size).
+# Lines marked PLACEHOLDER stand for your hypervisor's / BMC's own commands: replace them.
+set -eu
+
+run() {
+    echo "+ $*"
+    if [ "${ORIGAMIG_EXECUTE:-0}" = "1" ]; then "$@"; fi
+}
+
+# on <pm> <command...>: run a command on a PM (ssh by default).
+on() {
+    host=$1
+    shift
+    run ssh "$host" "$@"
+}
+
+# gi_id <pm> <gpu> <profile-id> <start>: the GI id at that placement, from nvidia-smi mig -lgi.
+gi_id() {
+    if [ "${ORIGAMIG_EXECUTE:-0}" != "1" ]; then echo "<gi-id>"; return; fi
+    ssh "$1" nvidia-smi mig -lgi -i "$2" | awk -v p="$3" -v s="$4" \\
+        '$1 == "|" && $5 == p && index($7, s ":") == 1 { print $6; exit }'
+}
+
+# PLACEHOLDER: the hypervisor's live migration (e.g. virsh migrate --live <vm> qemu+ssh://<to>/system,
+# with the VM's MIG devices remapped to the GIs created for it).
+live_migrate() {
+    run hypervisor-live-migrate --vm "$1" --from "$2" --to "$3"
+}
+
+# PLACEHOLDER: start a VM with the GIs created for it (e.g. virsh start <vm> on <pm>).
+start_vm() {
+    run hypervisor-start-vm --vm "$1" --on "$2"
+}
+
+# PLACEHOLDER: switch a PM on / off through its BMC (e.g. ipmitool -H <bmc> chassis power on|off).
+power() {
+    run bmc-power "$2" --pm "$1"
+}
+"""
+
+
+def _vm_spec(dc: DataCenter, vm_id: str) -> VmSpec:
+    vm = dc.vms.get(vm_id) or dc.pending.get(vm_id)
+    if vm is None:
+        raise KeyError(f"plan names VM {vm_id!r}, which the data center does not know")
+    return vm
+
+
+def render_shell(steps: Sequence[Step], dc: DataCenter) -> str:
+    """A POSIX shell script that prints (or, with ORIGAMIG_EXECUTE=1, runs) each step's commands.
+
+    `dc` resolves the profiles of the plan's VMs (running or pending) to their nvidia-smi ids.
+    """
+    q = shlex.quote
+    lines = [_SHELL_HEADER]
+    for n, s in enumerate(steps):
+        tag = " (parking)" if s.parking else ""
+        lines.append(f"# step {n}: {s.op}{tag}")
+        if isinstance(s, PowerOn | PowerOff):
+            lines.append(f"power {q(s.pm)} {'on' if isinstance(s, PowerOn) else 'off'}")
+        elif isinstance(s, CreateGi | DestroyGi):
+            prof = _vm_spec(dc, s.vm).gis[s.gi]
+            pid = str(prof.nvidia_smi_id) if prof.nvidia_smi_id is not None else prof.name
+            last = s.start + prof.memory_slices - 1
+            lines.append(f"# GI {s.gi} of {s.vm}: {prof.name} at slices {s.start}..{last}")
+            if isinstance(s, CreateGi):
+                lines.append(f"on {q(s.pm)} nvidia-smi mig -i {s.gpu} -cgi {q(pid)}:{s.start}")
+            else:
+                gi = f'"$(gi_id {q(s.pm)} {s.gpu} {q(pid)} {s.start})"'
+                lines.append(f"on {q(s.pm)} nvidia-smi mig -i {s.gpu} -gi {gi} -dci")
+                lines.append(f"on {q(s.pm)} nvidia-smi mig -i {s.gpu} -gi {gi} -dgi")
+        elif isinstance(s, Migrate):
+            lines.append(f"live_migrate {q(s.vm)} {q(s.from_pm)} {q(s.to_pm)}")
+        else:
+            lines.append(f"start_vm {q(s.vm)} {q(s.pm)}")
+    lines.append('echo "plan complete"')
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,150 @@
+"""The shared arrival rule (SPEC §3) and the pieces every baseline builds on.
+
+Rule (`first_fit`). PMs in data-center order; a PM is a candidate when it is not in `locked`, carries
+a GPU of the VM's class and has enough free CPU and RAM. On a candidate, the VM's GIs go one at a
+time, largest first, each to the lowest-index GPU of its class where the default GI placement (the
+free permissible start of maximal CF, lowest start on ties) finds a start. The first candidate on
+which every GI gets a place wins; otherwise the result is a `Rejection` record (FF rejects, OrigaMIG
+turns it into `Deferred`). A VM without GIs goes to the first PM in data-center order with enough
+free CPU and RAM, with or without GPUs (the rule read literally; every baseline does the same).
+
+Largest first: by memory slices, then compute slices, then position in the request (descending
+size, stable). Complexity: O(|M| · |GIs| · |K_j|) O(1) table lookups (`mig.Geometry`).
+
+Preference lives elsewhere: `choose_pm` takes a per-PM fit function that returns `(key, placement)`
+or None (feasibility and score together, per PM) and keeps the candidate of smallest `(key, pm)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from origamig.catalog import GpuModel, Profile
+from origamig.datacenter import MILLI, NO_GPU_CLASS, DataCenter, GiSlot, Placement, PmSpec, VmSpec
+from origamig.policies.base import Rejection
+
+PmFit = Callable[[DataCenter, int, VmSpec, tuple[int, ...]], "tuple[Any, Placement] | None"]
+
+
+def gi_order(vm: VmSpec) -> tuple[int, ...]:
+    """Indices of `vm.gis`, largest first: memory slices, then compute slices (descending), then index."""
+    gis = vm.gis
+    return tuple(sorted(range(len(gis)), key=lambda n: (-gis[n].memory_slices, -gis[n].compute_slices, n)))
+
+
+def profile_on(model: GpuModel, prof: Profile) -> Profile | None:
+    """`prof` as `model` knows it (same class and name; bit tables index by model), None if absent."""
+    if prof.gpu_model == model.name:
+        return prof
+    if model.gpu_class != prof.gpu_class or not model.has_profile(prof.name):
+        return None
+    return model.profile(prof.name)
+
+
+_CLASS_GPUS: dict[int, tuple[tuple[PmSpec, ...], list[dict[str, tuple[int, ...]]]]] = {}
+
+
+def class_gpus(dc: DataCenter, j: int, gpu_class: str) -> tuple[int, ...]:
+    """Indices of the GPUs of class `gpu_class` on PM j, ascending (cached per PM list)."""
+    hit = _CLASS_GPUS.get(id(dc.pms))
+    if hit is None or hit[0] is not dc.pms:
+        table: list[dict[str, tuple[int, ...]]] = []
+        for pm in dc.pms:
+            by_class: dict[str, list[int]] = {}
+            for k, g in enumerate(pm.gpus):
+                by_class.setdefault(g.gpu_class, []).append(k)
+            table.append({h: tuple(ks) for h, ks in by_class.items()})
+        hit = (dc.pms, table)
+        if len(_CLASS_GPUS) >= 64:  # bounded: a run uses one PM list; tests build many
+            _CLASS_GPUS.clear()
+        _CLASS_GPUS[id(dc.pms)] = hit
+    return hit[1][j].get(gpu_class, ())
+
+
+def candidate_pms(dc: DataCenter, vm: VmSpec, locked: frozenset[int]) -> Iterator[int]:
+    """PMs, in data-center order, not locked, of the VM's class (any PM without GIs), with CPU/RAM."""
+    pms: Sequence[int] = dc.class_pms.get(vm.gpu_class, ()) if vm.gis else range(len(dc.pms))
+    for j in pms:
+        if j not in locked and dc.fits_resources(vm, j):
+            yield j
+
+
+def default_fit_on_pm(dc: DataCenter, j: int, vm: VmSpec, order: tuple[int, ...]) -> Placement | None:
+    """The VM's GIs in `order`, each on the lowest GPU of PM j where the default placement has a start."""
+    gpus = class_gpus(dc, j, vm.gpu_class)
+    occ = [dc.occupancy(j, k) for k in gpus]
+    slots: list[GiSlot | None] = [None] * len(vm.gis)
+    for n in order:
+        prof = vm.gis[n]
+        for i, k in enumerate(gpus):
+            geo = dc.gpu_geometry(j, k)
+            p = profile_on(geo.model, prof)
+            if p is None:
+                continue
+            z = geo.default_start(occ[i], p)
+            if z is not None:
+                slots[n] = GiSlot(k, z)
+                occ[i] |= p.mask(z)
+                break
+        else:
+            return None
+    return Placement(j, tuple(slots))  # type: ignore[arg-type]
+
+
+def first_fit(dc: DataCenter, vm: VmSpec, locked: frozenset[int] = frozenset()) -> Placement | Rejection:
+    """SPEC §3's arrival rule: the first candidate PM where every GI gets a default placement."""
+    order = gi_order(vm)
+    for j in candidate_pms(dc, vm, locked):
+        pl = default_fit_on_pm(dc, j, vm, order)
+        if pl is not None:
+            return pl
+    return no_fit(dc, vm, locked)
+
+
+def choose_pm(dc: DataCenter, vm: VmSpec, locked: frozenset[int], fit: PmFit) -> Placement | Rejection:
+    """The candidate PM with the smallest `(key, pm)` among those where `fit` places the VM.
+
+    A VM without GIs takes `first_fit` (every PM scores alike; the lowest wins).
+    """
+    if not vm.gis:
+        return first_fit(dc, vm, locked)
+    order = gi_order(vm)
+    best: tuple[Any, int, Placement] | None = None
+    for j in candidate_pms(dc, vm, locked):
+        hit = fit(dc, j, vm, order)
+        if hit is not None and (best is None or hit[0] < best[0]):  # ascending j: ties keep the lowest
+            best = (hit[0], j, hit[1])
+    return best[2] if best is not None else no_fit(dc, vm, locked)
+
+
+def no_fit(dc: DataCenter, vm: VmSpec, locked: frozenset[int]) -> Rejection:
+    """Why `vm` fits nowhere, what it needs, and the most free seen on the PMs that could host it."""
+    h = vm.gpu_class
+    needed: dict[str, Any] = {
+        "cpu": vm.cpu,
+        "ram_gb": vm.ram_gb,
+        "gpu_class": h,
+        "gis": [p.name for p in vm.gis],
+    }
+    pms = dc.class_pms.get(h, []) if vm.gis else list(range(len(dc.pms)))
+    if not pms:
+        return Rejection(f"no PM has a GPU of class {h}", needed, {})
+    unlocked = [j for j in pms if j not in locked]
+    free: dict[str, Any] = {
+        "pms_of_class": len(pms),
+        "unlocked": len(unlocked),
+        "max_cpu": max((dc.free_cpu_m(j) for j in unlocked), default=0) / MILLI,
+        "max_ram_gb": max((dc.free_ram_mb(j) for j in unlocked), default=0) / MILLI,
+    }
+    if h != NO_GPU_CLASS:
+        free["max_free_slices_on_a_gpu"] = max(
+            (dc.free_slices(j, k) for j in unlocked for k in class_gpus(dc, j, h)), default=0
+        )
+    if not unlocked:
+        reason = "every PM that could host it is locked by a running call"
+    elif not any(dc.fits_resources(vm, j) for j in unlocked):
+        reason = "no PM has enough free CPU and RAM"
+    else:
+        reason = "no PM with enough free CPU and RAM has free slices for every GI"
+    return Rejection(reason, needed, free)

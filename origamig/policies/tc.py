@@ -1,0 +1,162 @@
+"""Turkkan Compaction (TC, Turkkan et al.; paper §6.3, SPEC §5), adapted to VMs on PMs.
+
+Score (direction: larger is better). The joint utilization of a GPU is (s_m + s_c) / (S_m + S_c):
+used memory and compute slices over the GPU's memory and compute slices.
+
+Arrival rule. On each candidate PM (not locked, a GPU of the VM's class, enough free CPU/RAM), the
+VM's GIs go largest first (memory, then compute slices, then request order), each to the GPU of its
+class whose joint utilization *after* the assignment is the largest, at the default GI placement's
+start (CF-max, lowest on ties). The PM whose GPUs used by the VM have the largest mean utilization
+after placement wins. Tie-break key: (−utilization, gpu) per GI, (−mean, pm) per PM. A VM that fits
+nowhere is rejected; a VM without GIs takes the first PM with CPU/RAM (as FF).
+Complexity: O(|M| · |GIs| · |K_j|) table lookups per arrival.
+
+Compaction: every `period_s` (default 900 s) `work` compacts each class (`tc_compaction`), plans the
+moves with the migration executor and returns them as `Work(kind="compaction")`; its `pms` (sources
+and destinations) are locked until the moves end. Option `tc_rule`: "default" (second free GPU, ≥ 3
+vacated) or "literal" (one free GPU, ≥ 2 vacated).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from origamig.datacenter import DataCenter, Placement, VmSpec
+from origamig.errors import UserError
+from origamig.policies.base import ArrivalDecision, Placed, Rejection, Work, register
+from origamig.policies.first_fit import choose_pm, class_gpus
+from origamig.policies.tc_compaction import RULES, compact
+from origamig.policies.tc_rule import tc_place
+
+if TYPE_CHECKING:
+    from origamig.plan import Plan
+
+DEFAULT_PERIOD_S = 900.0  # paper §6.3: each class every 15 min
+
+
+def tc_fit_on_pm(dc: DataCenter, j: int, vm: VmSpec, order: tuple[int, ...]) -> tuple[Any, Placement] | None:
+    """TC's arrival rule on PM j from the live counters."""
+    views: list[list[Any]] = []
+    for k in class_gpus(dc, j, vm.gpu_class):
+        geo = dc.gpu_geometry(j, k)
+        occ = dc.occupancy(j, k)
+        views.append([k, geo, occ, geo.slices - geo.free_count[occ], dc.used_compute(j, k)])
+    return tc_place(vm, order, j, views)
+
+
+def plan_moves(dc: DataCenter, target: dict[str, Placement]) -> Plan | None:
+    """The executor's plan for `target` on `dc`, or None when it finds none (the one place TC plans).
+
+    The executor (networkx) is imported on first use, so that FF and MFI stay light to import."""
+    from origamig.executor import Infeasible, plan_migrations
+
+    plan = plan_migrations(dc, target)
+    return None if isinstance(plan, Infeasible) else plan
+
+
+@register("tc")
+class TurkkanCompaction:
+    """TC: fullest-GPU placement on arrival, periodic compaction of each class."""
+
+    name = "tc"
+
+    def __init__(self, period_s: float = DEFAULT_PERIOD_S, tc_rule: str = "default") -> None:
+        problems = []
+        if not period_s > 0:
+            problems.append(f"period_s: {period_s!r} must be a positive number of seconds")
+        if tc_rule not in RULES:
+            problems.append(f"tc_rule: {tc_rule!r} is not one of {', '.join(RULES)}")
+        if problems:
+            raise UserError(problems)
+        self.period_s = float(period_s)
+        self.rule = tc_rule
+        self._next = self.period_s
+        self._c: dict[str, float] = dict.fromkeys(
+            (
+                "admitted",
+                "rejected",
+                "compactions",
+                "compactions_with_moves",
+                "compactions_discarded",
+                "migrations",
+                "parking_moves",
+                "bytes_moved",
+                "vacated_gpus",
+                "trials",
+                "trials_kept",
+                "second_gpus",
+                "wall_s",
+            ),
+            0,
+        )
+
+    def arrive(self, dc: DataCenter, vm: VmSpec, now: float, locked: frozenset[int]) -> ArrivalDecision:
+        hit = choose_pm(dc, vm, locked, tc_fit_on_pm)
+        if isinstance(hit, Rejection):
+            self._c["rejected"] += 1
+            return hit
+        self._c["admitted"] += 1
+        return Placed(hit)
+
+    def depart(self, dc: DataCenter, vm_id: str, now: float) -> None:
+        return None
+
+    def next_check(self, now: float) -> float | None:
+        return max(self._next, now)
+
+    def work(self, dc: DataCenter, now: float) -> Work | None:
+        """One compaction of every class on the current state; None when nothing moves.
+
+        The call lasts its decision time plus the executor's modeled duration of the moves
+        (`wall_s`), or the moves' duration alone (`modeled_s`, deterministic mode): the paper places
+        no request on the PMs of a compaction until its moves end.
+        """
+        self._next = now + self.period_s
+        t0 = time.perf_counter()
+        result = compact(dc, self.rule)
+        self._c["compactions"] += 1
+        for key in ("trials", "trials_kept", "second_gpus"):
+            self._c[key] += result.stats[key]
+        plan = plan_moves(dc, result.moves) if result.moves else None
+        decide_s = time.perf_counter() - t0
+        self._c["wall_s"] += decide_s
+        if plan is None:
+            self._c["compactions_discarded"] += bool(result.moves)
+            return None
+        pms = {pl.pm for pl in result.moves.values()} | {dc.placement[v].pm for v in result.moves}
+        pms |= {dc.index[m.to_pm] for m in plan.moves} | {
+            dc.index[m.from_pm] for m in plan.moves if m.from_pm
+        }
+        moves_s = plan.cost.duration_s
+        return Work(
+            kind="compaction",
+            pms=frozenset(pms),
+            target=result.moves,
+            plan=plan,
+            wall_s=decide_s + moves_s,
+            modeled_s=moves_s,
+            stats={
+                **result.stats,
+                "migrations": plan.cost.migrations,
+                "migrated_gb": plan.cost.migrated_gb,
+                "decide_s": decide_s,
+                "moves_s": moves_s,
+                "vacated_gpus": [list(g) for g in result.vacated],
+                "added_gpus": [list(g) for g in result.added],
+            },
+        )
+
+    def finished(self, dc: DataCenter, work: Work, now: float) -> None:
+        if not work.applied:
+            self._c["compactions_discarded"] += 1
+            return
+        cost = work.plan.cost
+        self._c["compactions_with_moves"] += 1
+        self._c["vacated_gpus"] += len(work.stats["vacated_gpus"])
+        self._c["migrations"] += cost.migrations
+        self._c["parking_moves"] += cost.parking
+        self._c["bytes_moved"] += cost.bytes_copied
+
+    def counters(self) -> dict[str, float]:
+        return dict(self._c)

@@ -1,0 +1,279 @@
+"""TC's periodic compaction (Turkkan et al., paper §6.3 and SPEC §5), computed on a read-only state.
+
+Per class, once per period:
+1. The active GPUs of the class, least utilized first: joint utilization (s_m+s_c)/(S_m+S_c) at the
+   start of the compaction, ties by lowest (pm, gpu).
+2. A GPU is vacated when every VM with a GI on it can be re-placed by TC's placement rule
+   (`tc_rule.tc_place`) on the *other active GPUs* of the class. A VM moves as a whole, CPU/RAM too: all
+   its GIs are re-placed (a GI it has on another GPU leaves that GPU, which counts as vacated if it
+   empties), largest VM first (memory, then compute slices, then id).
+3. Moves use only resources free before the compaction: slices free then and not yet claimed, and,
+   on another PM, CPU/RAM free then and not yet claimed (a VM staying on its PM keeps its CPU/RAM).
+   Freed resources are never reused, so every move can run at once.
+4. Each VM moves at most once; a GPU that received a VM is not vacated later in the compaction.
+5. When a GPU cannot be vacated, a *trial* adds a free GPU of the class (an idle GPU of an active PM
+   if there is one, else any idle GPU; lowest (pm, gpu)) and goes on vacating GPUs in order until
+   one fails. Literal rule (`"literal"`): the trial's moves are kept only if it vacated ≥ 2 GPUs.
+   Default rule (`"default"`, SPEC §5's reading that matches the paper's migration rates): a trial
+   that has added one free GPU and fails with fewer than 2 vacated adds a second free GPU, retries,
+   and then keeps its moves only if it vacated ≥ 3 GPUs. A discarded trial leaves no trace and the
+   scan goes on after the GPU that opened it; a kept one resumes at the GPU where it stopped.
+
+Complexity: O(A · V · |M_h| · |K_j| · |GIs|) per class for A active GPUs and V VMs per GPU, with an
+undo journal (no state copies) for failed attempts and trials.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from origamig.datacenter import DataCenter, Placement, VmSpec
+from origamig.policies.first_fit import class_gpus, gi_order
+from origamig.policies.tc_rule import tc_place
+
+Gpu = tuple[int, int]  # (pm, gpu index)
+RULES = ("default", "literal")
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class CompactionResult:
+    """What one compaction decided: the moves and how it got there."""
+
+    moves: dict[str, Placement]
+    vacated: tuple[Gpu, ...]
+    added: tuple[Gpu, ...]
+    stats: dict[str, int] = field(default_factory=dict)
+
+
+class CompactionState:
+    """The compaction's working view of `dc` (never mutated), with an undo journal."""
+
+    def __init__(self, dc: DataCenter) -> None:
+        self.dc = dc
+        self.blocked: dict[Gpu, int] = {}  # slices not usable by a move: occupied before | claimed
+        self.used_m: dict[Gpu, int] = {}
+        self.used_c: dict[Gpu, int] = {}
+        self.holders: dict[Gpu, tuple[str, ...]] = {}
+        self.active: set[Gpu] = set()  # active when the compaction started (fixed)
+        for j, pm in enumerate(dc.pms):
+            for k in range(len(pm.gpus)):
+                g = (j, k)
+                occ = dc.occupancy(j, k)
+                self.blocked[g] = occ
+                self.used_m[g] = bin(occ).count("1")
+                self.used_c[g] = dc.used_compute(j, k)
+                self.holders[g] = tuple(sorted({v for v, _ in dc.gis_on(j, k).values()}))
+                if occ:
+                    self.active.add(g)
+        self.free_cpu_m = [dc.free_cpu_m(j) for j in range(len(dc.pms))]  # before the compaction
+        self.free_ram_mb = [dc.free_ram_mb(j) for j in range(len(dc.pms))]
+        self.class_layout: dict[str, list[tuple[int, list[tuple[Gpu, Any]]]]] = {
+            h: [(j, [((j, k), dc.gpu_geometry(j, k)) for k in class_gpus(dc, j, h)]) for j in pms]
+            for h, pms in dc.class_pms.items()
+        }
+        self.cpu_claim: dict[int, int] = {}
+        self.ram_claim: dict[int, int] = {}
+        self.pm_vms: dict[int, int] = {j: dc.vm_count(j) for j in range(len(dc.pms))}
+        self.moved: dict[str, Placement] = {}
+        self.receivers: dict[Gpu, bool] = {}
+        self.vacated: dict[Gpu, bool] = {}
+        self.added: dict[Gpu, bool] = {}
+        self._log: list[tuple[dict[Any, Any], Any, Any]] = []
+
+    # --- journal ------------------------------------------------------------------------------
+    def _set(self, d: dict[Any, Any], key: Any, value: Any) -> None:
+        self._log.append((d, key, d.get(key, _MISSING)))
+        d[key] = value
+
+    def mark(self) -> int:
+        return len(self._log)
+
+    def rollback(self, mark: int) -> None:
+        while len(self._log) > mark:
+            d, key, old = self._log.pop()
+            if old is _MISSING:
+                del d[key]
+            else:
+                d[key] = old
+
+    # --- reading ------------------------------------------------------------------------------
+    def where(self, vm_id: str) -> Placement:
+        return self.moved.get(vm_id) or self.dc.placement[vm_id]
+
+    def utilization(self, g: Gpu) -> float:
+        geo = self.dc.gpu_geometry(*g)
+        return (self.used_m[g] + self.used_c[g]) / (geo.slices + geo.model.compute_slices)
+
+    def can_receive(self, g: Gpu) -> bool:
+        return (g in self.active and g not in self.vacated) or g in self.added
+
+    def may_vacate(self, g: Gpu) -> bool:
+        return bool(self.holders[g]) and g not in self.receivers and g not in self.vacated
+
+    def fits_pm(self, vm: VmSpec, j: int, home: int) -> bool:
+        """A VM may go to PM j: its own PM, or CPU/RAM free before the compaction and unclaimed."""
+        if j == home:
+            return True
+        return (
+            self.free_cpu_m[j] - self.cpu_claim.get(j, 0) >= vm.cpu_m
+            and self.free_ram_mb[j] - self.ram_claim.get(j, 0) >= vm.ram_mb
+        )
+
+    # --- moving -------------------------------------------------------------------------------
+    def lift(self, vm: VmSpec) -> list[Gpu]:
+        """Take the VM's GIs out of the utilization view (their slices stay blocked); its GPUs."""
+        pl = self.where(vm.id)
+        left = []
+        for prof, slot in zip(vm.gis, pl.gis, strict=True):
+            g = (pl.pm, slot.gpu)
+            self._set(self.used_m, g, self.used_m[g] - prof.memory_slices)
+            self._set(self.used_c, g, self.used_c[g] - prof.compute_slices)
+            self._set(self.holders, g, tuple(v for v in self.holders[g] if v != vm.id))
+            left.append(g)
+        self._set(self.pm_vms, pl.pm, self.pm_vms[pl.pm] - 1)
+        return left
+
+    def land(self, vm: VmSpec, pl: Placement) -> None:
+        """Put the lifted VM at `pl`, claiming its slices (and CPU/RAM on another PM)."""
+        home = self.dc.placement[vm.id].pm
+        for prof, slot in zip(vm.gis, pl.gis, strict=True):
+            g = (pl.pm, slot.gpu)
+            self._set(self.blocked, g, self.blocked[g] | prof.mask(slot.start))
+            self._set(self.used_m, g, self.used_m[g] + prof.memory_slices)
+            self._set(self.used_c, g, self.used_c[g] + prof.compute_slices)
+            self._set(self.holders, g, tuple(sorted({*self.holders[g], vm.id})))
+            self._set(self.receivers, g, True)
+        if pl.pm != home:
+            self._set(self.cpu_claim, pl.pm, self.cpu_claim.get(pl.pm, 0) + vm.cpu_m)
+            self._set(self.ram_claim, pl.pm, self.ram_claim.get(pl.pm, 0) + vm.ram_mb)
+        self._set(self.pm_vms, pl.pm, self.pm_vms[pl.pm] + 1)
+        self._set(self.moved, vm.id, pl)
+
+    def place_by_rule(self, vm: VmSpec, exclude: Gpu) -> Placement | None:
+        """TC's placement rule over the GPUs that may receive, except `exclude`."""
+        home = self.dc.placement[vm.id].pm
+        order = gi_order(vm)
+        best: tuple[Any, Placement] | None = None
+        for j, gpus in self.class_layout[vm.gpu_class]:
+            if not self.fits_pm(vm, j, home):
+                continue
+            views = [
+                [g[1], geo, self.blocked[g], self.used_m[g], self.used_c[g]]
+                for g, geo in gpus
+                if g != exclude and self.can_receive(g)
+            ]
+            hit = tc_place(vm, order, j, views) if views else None
+            if hit is not None and (best is None or hit[0] < best[0]):
+                best = hit
+        return None if best is None else best[1]
+
+    def vacate(self, g: Gpu) -> bool:
+        """Move every VM off GPU g by the rule; on failure nothing changes."""
+        mark = self.mark()
+        vms = sorted((self.dc.vms[v] for v in self.holders[g]), key=_largest_first)
+        sources: set[Gpu] = set()
+        for vm in vms:
+            if vm.id in self.moved:  # each VM moves at most once
+                self.rollback(mark)
+                return False
+            sources.update(self.lift(vm))
+            pl = self.place_by_rule(vm, exclude=g)
+            if pl is None:
+                self.rollback(mark)
+                return False
+            self.land(vm, pl)
+        for s in sorted(sources):
+            if not self.holders[s] and s in self.active:
+                self._set(self.vacated, s, True)
+        return True
+
+    def add_free_gpu(self, gpu_class: str) -> Gpu | None:
+        """An idle GPU of the class: on an active PM if any, else any; lowest (pm, gpu)."""
+        idle = [
+            (j, k)
+            for j in self.dc.class_pms[gpu_class]
+            for k in class_gpus(self.dc, j, gpu_class)
+            if (j, k) not in self.active and (j, k) not in self.added
+        ]
+        on_active = [g for g in idle if self.pm_vms[g[0]] > 0]
+        pick = (on_active or idle or [None])[0]
+        if pick is not None:
+            self._set(self.added, pick, True)
+        return pick
+
+
+def _largest_first(vm: VmSpec) -> tuple[int, int, str]:
+    return (-vm.memory_slices, -sum(p.compute_slices for p in vm.gis), vm.id)
+
+
+def _needed(added: int) -> int:
+    """GPUs a trial must vacate to be kept: 2 with one free GPU added, 3 with two."""
+    return added + 1
+
+
+def compact_class(state: CompactionState, gpu_class: str, rule: str, stats: dict[str, int]) -> None:
+    """Run one class's compaction on `state` (see the module doc for the rule)."""
+    order = sorted(
+        (g for g in state.active if state.dc.pms[g[0]].gpus[g[1]].gpu_class == gpu_class),
+        key=lambda g: (state.utilization(g), g),
+    )
+    i = 0
+    while i < len(order):
+        g = order[i]
+        if not state.may_vacate(g) or state.vacate(g):
+            i += 1
+            continue
+        mark = state.mark()
+        if state.add_free_gpu(gpu_class) is None:
+            i += 1
+            continue
+        stats["trials"] += 1
+        kept, stop = _trial(state, order, i, gpu_class, rule, stats)
+        if kept:
+            stats["trials_kept"] += 1
+            i = stop
+        else:
+            state.rollback(mark)
+            i += 1
+
+
+def _trial(
+    state: CompactionState, order: list[Gpu], start: int, gpu_class: str, rule: str, stats: dict[str, int]
+) -> tuple[bool, int]:
+    """Vacate GPUs from `order[start]` on with the added free GPU(s); (kept?, where it stopped)."""
+    before = len(state.vacated)
+    added = 1
+    n = start
+    while n < len(order):
+        g = order[n]
+        if not state.may_vacate(g):
+            n += 1
+            continue
+        if state.vacate(g):
+            n += 1
+            continue
+        if len(state.vacated) - before >= _needed(added):
+            break
+        if rule == "default" and added == 1 and state.add_free_gpu(gpu_class) is not None:
+            added = 2
+            stats["second_gpus"] += 1
+            continue
+        break
+    return len(state.vacated) - before >= _needed(added), n
+
+
+def compact(dc: DataCenter, rule: str = "default", classes: Iterable[str] | None = None) -> CompactionResult:
+    """One compaction of every GPU class of `dc` (or of `classes`), on a read-only `dc`."""
+    if rule not in RULES:
+        raise ValueError(f"unknown TC rule {rule!r}")
+    state = CompactionState(dc)
+    stats = {"trials": 0, "trials_kept": 0, "second_gpus": 0}
+    for h in sorted(classes if classes is not None else (h for h in dc.active_gpus)):
+        compact_class(state, h, rule, stats)
+    moves = dict(sorted(state.moved.items()))
+    stats["vacated"] = len(state.vacated)
+    stats["moves"] = len(moves)
+    return CompactionResult(moves, tuple(sorted(state.vacated)), tuple(sorted(state.added)), stats)

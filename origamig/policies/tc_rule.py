@@ -1,0 +1,62 @@
+"""TC's placement rule (Turkkan et al.), shared by its arrival decisions and its compaction.
+
+Score (direction: larger is better): the joint utilization (s_m + s_c) / (S_m + S_c) of a GPU, its
+used memory and compute slices over its memory and compute slices. Each GI, largest first, goes to
+the GPU whose utilization *after* the assignment is the largest (ties: lowest GPU), at the default
+GI placement's start; a PM is scored by the mean utilization of the GPUs the VM uses.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+from origamig.catalog import Profile
+from origamig.datacenter import GiSlot, Placement, VmSpec
+from origamig.mig import Geometry
+from origamig.policies.first_fit import profile_on
+
+
+def joint_utilization(geo: Geometry, used_m: int, used_c: int) -> float:
+    """(s_m + s_c) / (S_m + S_c) of a GPU of `geo` (pure; larger = fuller)."""
+    return (used_m + used_c) / (geo.slices + geo.model.compute_slices)
+
+
+def tc_place(
+    vm: VmSpec, order: tuple[int, ...], j: int, views: list[list[Any]]
+) -> tuple[Any, Placement] | None:
+    """TC's rule on one PM: `views` are `[gpu, geometry, blocked mask, s_m, s_c]` (ascending gpu).
+
+    Returns `(key, placement)` with key = −(mean utilization of the GPUs the VM uses), or None when a
+    GI finds no GPU. `views` is updated in place.
+    """
+    slots: list[GiSlot | None] = [None] * len(vm.gis)
+    used: dict[int, None] = {}
+    for n in order:
+        best: tuple[float, int, int, Profile] | None = None
+        for i, (_, geo, blocked, sm, sc) in enumerate(views):
+            p = profile_on(geo.model, vm.gis[n])
+            z = None if p is None else geo.default_start(blocked, p)
+            if z is None:
+                continue
+            u = joint_utilization(geo, sm + p.memory_slices, sc + p.compute_slices)  # type: ignore[union-attr]
+            if best is None or u > best[0]:  # ascending gpu: ties keep the lowest
+                best = (u, i, z, p)  # type: ignore[assignment]
+        if best is None:
+            return None
+        _, i, z, p = best
+        view = views[i]
+        view[2] |= p.mask(z)
+        view[3] += p.memory_slices
+        view[4] += p.compute_slices
+        slots[n] = GiSlot(view[0], z)
+        used[i] = None
+    return -_mean_utilization([views[i] for i in used]), Placement(j, tuple(slots))  # type: ignore[arg-type]
+
+
+def _mean_utilization(views: list[list[Any]]) -> float | Fraction:
+    """Mean joint utilization, exact on ties (one float division when all GPUs share S_m + S_c)."""
+    dens = {v[1].slices + v[1].model.compute_slices for v in views}
+    if len(dens) == 1:  # small integers: the float order of num/den is the exact rational order
+        return sum(v[3] + v[4] for v in views) / (len(views) * dens.pop())
+    return sum(Fraction(v[3] + v[4], v[1].slices + v[1].model.compute_slices) for v in views) / len(views)

@@ -1,0 +1,162 @@
+"""Properties of FF, MFI and TC over random states and request streams (hypothesis).
+
+The test drives each policy the way the simulator does — arrivals, departures, and the periodic
+`next_check`/`work`/`finished` cycle — applying every decision to a DataCenter itself, and checks
+after every event with the independent checker that the state is valid, that no running VM was
+evicted, that no arrival lands on a locked PM, and that TC's compactions apply at once and shrink
+the active GPUs of a class.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import gpu_models, pm_lists, vm_specs
+
+from origamig.check import check, check_counters, check_placement
+from origamig.datacenter import DataCenter, GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
+from origamig.mig import geometry
+from origamig.policies.base import Deferred, Placed, Rejection, make_policy
+from origamig.policies.tc_compaction import compact
+
+POLICIES = [("ff", {}), ("mfi", {}), ("tc", {}), ("tc", {"tc_rule": "literal"})]
+
+
+@st.composite
+def gpu_pms(draw: st.DrawFn, max_pms: int) -> list[PmSpec]:
+    """1..max_pms PMs with 1–3 GPUs each (A100/A30, mixed allowed) and roomy CPU/RAM, so that
+    compactions have room to work; `strategies.pm_lists` adds PMs without GPUs and small ones."""
+    n = draw(st.integers(1, max_pms))
+    return [
+        PmSpec(
+            f"g{j}",
+            cores_to_m(draw(st.sampled_from((32, 80)))),
+            gb_to_mb(512),
+            tuple(draw(st.lists(gpu_models(), min_size=1, max_size=3))),
+        )
+        for j in range(n)
+    ]
+
+
+@st.composite
+def random_states(draw: st.DrawFn, max_pms: int = 4, max_vms: int = 10) -> DataCenter:
+    """A valid state with VMs at *random* feasible places (not first-fit), so policies meet any layout."""
+    pms = draw(st.one_of(pm_lists(1, max_pms), gpu_pms(max_pms)))
+    dc = DataCenter(pms)
+    for i in range(draw(st.integers(0, max_vms))):
+        vm = draw(vm_specs(vm_id=f"s{i}"))
+        hosts = [j for j in range(len(dc.pms)) if dc.fits_resources(vm, j)]
+        if vm.gis:
+            hosts = [j for j in hosts if vm.gpu_class in dc.pms[j].gpu_classes]
+        if not hosts:
+            continue
+        j = draw(st.sampled_from(hosts))
+        occ = {k: dc.occupancy(j, k) for k in range(dc.gpu_count(j))}
+        slots = []
+        for prof in vm.gis:
+            options = [
+                (k, z)
+                for k, g in enumerate(dc.pms[j].gpus)
+                if g.gpu_class == prof.gpu_class
+                for z in geometry(g).free_starts(occ[k], g.profile(prof.name))
+            ]
+            if not options:
+                break
+            k, z = draw(st.sampled_from(options))
+            occ[k] |= prof.mask(z)
+            slots.append(GiSlot(k, z))
+        if len(slots) == len(vm.gis):
+            dc.place(vm, Placement(j, tuple(slots)))
+    return dc
+
+
+events = st.lists(
+    st.one_of(
+        st.tuples(st.just("arrive"), vm_specs(), st.sets(st.integers(0, 3), max_size=2)),
+        st.tuples(st.just("depart"), st.integers(0, 1000)),
+        st.tuples(st.just("tick")),
+    ),
+    max_size=25,
+)
+
+
+def _assert_valid(dc: DataCenter, running_before: set[str], departed: str | None) -> None:
+    assert check(dc) == [] and check_counters(dc) == []
+    assert running_before - {departed} <= set(dc.placement)  # no running VM is ever evicted
+
+
+def _apply_work(dc: DataCenter, policy, now: float) -> None:
+    work = policy.work(dc, now)
+    if work is None:
+        return
+    assert set(work.target) <= set(dc.placement)  # baselines only move running VMs
+    if work.kind == "compaction":
+        final = {**dc.placement, **work.target}
+        holding = {v: [dc.placement[v]] for v in work.target}
+        assert check_placement(dc.pms, dc.vms, final, holding=holding) == []  # moves apply at once
+        before = dict(dc.active_gpus)
+        moved_classes = {dc.vms[v].gpu_class for v in work.target}
+    dc.apply_placement(work.target)
+    assert {v: dc.placement[v] for v in work.plan.final_placement} == dict(work.plan.final_placement)
+    if work.kind == "compaction":
+        for h in moved_classes:  # each kept group of moves vacates more GPUs than it adds
+            assert dc.active_gpus[h] < before[h]
+    policy.finished(dc, work, now + work.modeled_s)
+
+
+@settings(max_examples=150, deadline=None)
+@given(dc=random_states(), stream=events, which=st.sampled_from(POLICIES))
+def test_every_event_leaves_a_valid_state_and_evicts_nobody(dc, stream, which):
+    name, options = which
+    policy = make_policy(name, **options)
+    now, seq = 0.0, 0
+    for ev in stream:
+        running = set(dc.placement)
+        departed = None
+        if ev[0] == "arrive":
+            seq += 1
+            spec = ev[1]
+            vm = VmSpec(f"a{seq}", spec.cpu_m, spec.ram_mb, spec.gis)
+            locked = frozenset(j for j in ev[2] if j < len(dc.pms))
+            decision = policy.arrive(dc, vm, now, locked)
+            assert not isinstance(decision, Deferred)  # baselines reject instead of queueing
+            if isinstance(decision, Placed):
+                assert decision.placement.pm not in locked
+                dc.place(vm, decision.placement)  # raises if the decision breaks a constraint
+            else:
+                assert isinstance(decision, Rejection) and decision.reason
+        elif ev[0] == "depart" and dc.placement:
+            departed = sorted(dc.placement)[ev[1] % len(dc.placement)]
+            dc.remove(departed)
+            policy.depart(dc, departed, now)
+        elif ev[0] == "tick":
+            when = policy.next_check(now)
+            if when is None:
+                assert policy.work(dc, now) is None
+            else:
+                assert when >= now
+                now = when
+                _apply_work(dc, policy, now)
+        _assert_valid(dc, running, departed)
+    counts = policy.counters()
+    arrivals = sum(1 for ev in stream if ev[0] == "arrive")
+    assert counts["admitted"] + counts["rejected"] == arrivals
+
+
+@settings(max_examples=150, deadline=None)
+@given(dc=random_states(max_pms=6, max_vms=20), rule=st.sampled_from(["default", "literal"]))
+def test_compaction_moves_each_vm_once_into_resources_free_before(dc, rule):
+    result = compact(dc, rule)
+    # every move is a whole VM, leaves its old place, and lands only on slices free before
+    for v, pl in result.moves.items():
+        assert pl != dc.placement[v]
+        for prof, slot in zip(dc.vms[v].gis, pl.gis, strict=True):
+            assert not dc.occupancy(pl.pm, slot.gpu) & prof.mask(slot.start)
+    # no GPU both receives and is vacated; vacated GPUs end empty
+    receivers = {(pl.pm, s.gpu) for pl in result.moves.values() for s in pl.gis}
+    assert not receivers & set(result.vacated)
+    after = dc.copy()
+    after.apply_placement(result.moves)
+    assert all(not after.gpu_active(j, k) for j, k in result.vacated)
+    assert check(after) == []
+    assert result.moves == compact(dc, rule).moves  # deterministic
