@@ -85,9 +85,13 @@ def check_placement(
             out.extend(_check_gi(pm, pl.pm, prof, slot, f"{where} gi {n}", f"{token}:{n}", slices))
     for j, pm in enumerate(pms):
         if cpu[j] > pm.cpu_m:
-            out.append(Violation("cpu", f"pm {pm.id}", f"CPU {cpu[j] / 1000:g} > capacity {pm.cpu_m / 1000:g}"))
+            out.append(
+                Violation("cpu", f"pm {pm.id}", f"CPU {cpu[j] / 1000:g} > capacity {pm.cpu_m / 1000:g}")
+            )
         if ram[j] > pm.ram_mb:
-            out.append(Violation("ram", f"pm {pm.id}", f"RAM {ram[j] / 1000:g} GB > capacity {pm.ram_mb / 1000:g}"))
+            out.append(
+                Violation("ram", f"pm {pm.id}", f"RAM {ram[j] / 1000:g} GB > capacity {pm.ram_mb / 1000:g}")
+            )
     return out
 
 
@@ -112,7 +116,9 @@ def _check_gi(
         key = (j, slot.gpu, u)
         other = slices.get(key)
         if other is not None and other != token:
-            out.append(Violation("overlap", where, f"slice {u} of GPU {slot.gpu} on PM {pm.id} is used twice"))
+            out.append(
+                Violation("overlap", where, f"slice {u} of GPU {slot.gpu} on PM {pm.id} is used twice")
+            )
         slices[key] = token
     return out
 
@@ -135,7 +141,9 @@ def check_counters(dc: Any) -> list[Violation]:
         ram[pl.pm] -= vm.ram_mb
         hosts[pl.pm] = hosts.get(pl.pm, 0) + 1
         for prof, slot in zip(vm.gis, pl.gis, strict=True):
-            occ.setdefault((pl.pm, slot.gpu), set()).update(range(slot.start, slot.start + prof.memory_slices))
+            occ.setdefault((pl.pm, slot.gpu), set()).update(
+                range(slot.start, slot.start + prof.memory_slices)
+            )
     for j, pm in enumerate(dc.pms):
         if dc.free_cpu_m(j) != cpu[j] or dc.free_ram_mb(j) != ram[j]:
             out.append(Violation("counter", f"pm {pm.id}", "free CPU/RAM counter is wrong"))

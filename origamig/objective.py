@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from origamig.datacenter import DataCenter, PmSpec, Placement, VmSpec
+from origamig.datacenter import DataCenter, Placement, PmSpec, VmSpec
 from origamig.mig import geometry
 
 

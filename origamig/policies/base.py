@@ -118,28 +118,36 @@ def register(name: str) -> Callable[[PolicyFactory], PolicyFactory]:
 
 
 def policy_names() -> list[str]:
-    _load_builtin()
-    return sorted(_REGISTRY)
+    """Every policy name, without importing the policies' modules."""
+    return sorted(set(_REGISTRY) | set(BUILTIN_POLICIES))
+
+
+def policy_factory(name: str) -> PolicyFactory:
+    """The factory registered as `name` (its module is imported on first use)."""
+    from origamig.errors import UserError
+
+    _load_builtin(name)
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise UserError(f"--policy: unknown policy {name!r} (known: {', '.join(policy_names())})") from None
 
 
 def make_policy(name: str, **options: Any) -> Policy:
     """A policy by registry name, with its options."""
-    from origamig.errors import UserError
-
-    _load_builtin()
-    try:
-        factory = _REGISTRY[name]
-    except KeyError:
-        raise UserError(f"--policy: unknown policy {name!r} (known: {', '.join(sorted(_REGISTRY))})") from None
-    return factory(**options)
+    return policy_factory(name)(**options)
 
 
-def _load_builtin() -> None:
+def _load_builtin(name: str | None = None) -> None:
+    """Import the module of built-in policy `name` (every built-in one when None)."""
     import importlib
 
-    for module in BUILTIN_POLICY_MODULES:
-        importlib.import_module(f"origamig.policies.{module}")
+    modules = BUILTIN_POLICIES.values() if name is None else [BUILTIN_POLICIES.get(name)]
+    for module in modules:
+        if module is not None:
+            importlib.import_module(f"origamig.policies.{module}")
 
 
-# Modules whose import registers a policy (one module per policy).
-BUILTIN_POLICY_MODULES: tuple[str, ...] = ("ff", "mfi", "tc")
+# Built-in policies: registry name → module (under origamig.policies) whose import registers it.
+# Imported lazily, so that a run of FF does not pay for importing the BILP stack.
+BUILTIN_POLICIES: dict[str, str] = {"ff": "ff", "mfi": "mfi", "tc": "tc", "origamig": "origamig.policy"}

@@ -1,0 +1,1 @@
+"""Solver backends behind one Protocol (see base.py)."""

@@ -1,0 +1,127 @@
+"""The backend Protocol, the frozen `Limits` record, `SolveResult`, and the registry of solvers.
+
+A backend solves a `Compiled` standard form from a complete start vector (the current placement)
+within `Limits`. Adding a solver touches one file plus one line in `_MODULES`: the class has a
+`name`, a `features` set, `available()` returning None or the reason it cannot run, and imports its
+vendor package lazily.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from origamig.bilp.compile import Compiled
+
+# termination: why the solver stopped
+OPTIMAL = "optimal"
+TIME_LIMIT = "time_limit"
+WORK_LIMIT = "work_limit"
+GAP_LIMIT = "gap_limit"
+INTERRUPTED = "interrupted"  # the wall-clock guard cancelled the solve
+INFEASIBLE = "infeasible"
+ERROR = "error"
+# solution status: what we have
+SOLUTION_OPTIMAL = "optimal"
+SOLUTION_FEASIBLE = "feasible"
+SOLUTION_NONE = "none"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a solve may spend. `deterministic` = fixed threads (1 unless given) and no wall-clock
+    effect on the result: only `work_limit` (in the backend's work units) stops it early."""
+
+    time_limit_s: float | None = 10.0
+    threads: int | None = None  # None: all cores
+    deterministic: bool = False
+    work_limit: float | None = None
+    gap: float = 0.0  # relative gap at which to stop (0: prove optimal)
+
+    def thread_count(self) -> int:
+        if self.threads is not None:
+            return max(1, self.threads)
+        return 1 if self.deterministic else max(1, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True, eq=False)
+class SolveResult:
+    """Why the solve stopped (`termination`) apart from what it has (`solution_status`)."""
+
+    solver: str
+    termination: str
+    solution_status: str
+    objective: float | None  # the incumbent's objective (maximize)
+    bound: float | None  # proved upper bound
+    wall_s: float
+    work: float = 0.0  # deterministic work spent: CP-SAT deterministic s; HiGHS 1000s of simplex iterations
+    x: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def proved_optimal(self) -> bool:
+        return self.solution_status == SOLUTION_OPTIMAL
+
+    @property
+    def gap(self) -> float | None:
+        """Relative gap (bound − objective) / max(1, |objective|); 0 when proved optimal."""
+        if self.objective is None or self.bound is None:
+            return None
+        return max(0.0, self.bound - self.objective) / max(1.0, abs(self.objective))
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "name": self.solver,
+            "termination": self.termination,
+            "solution_status": self.solution_status,
+            "proved_optimal": self.proved_optimal,
+            "objective": self.objective,
+            "bound": self.bound,
+            "gap": self.gap,
+            "wall_s": self.wall_s,
+            "work": self.work,
+        }
+
+
+class Backend(Protocol):
+    """A MIP solver behind one call. `hint` is a complete feasible start (the current placement)."""
+
+    name: str
+    features: frozenset[str]
+
+    @classmethod
+    def available(cls) -> str | None: ...
+
+    def solve(self, compiled: Compiled, hint: np.ndarray, limits: Limits) -> SolveResult: ...
+
+
+_MODULES = {"highs": "origamig.bilp.backends.highs", "cpsat": "origamig.bilp.backends.cpsat"}
+
+
+def backend_names() -> tuple[str, ...]:
+    return tuple(_MODULES)
+
+
+def get_backend(name: str) -> Backend:
+    """An instance of the backend called `name`; `ValueError` naming the choices if unknown."""
+    if name not in _MODULES:
+        raise ValueError(f"unknown solver {name!r} (choose from {', '.join(_MODULES)})")
+    module = importlib.import_module(_MODULES[name])
+    return module.BACKEND()
+
+
+def available() -> dict[str, str | None]:
+    """Every registered backend → None if usable, else the reason it is not."""
+    out: dict[str, str | None] = {}
+    for name, path in _MODULES.items():
+        try:
+            module = importlib.import_module(path)
+        except ImportError as err:  # the backend module itself imports no vendor package eagerly
+            out[name] = f"cannot import {path}: {err}"
+            continue
+        out[name] = module.BACKEND.available()
+    return out

@@ -1,0 +1,163 @@
+"""CP-SAT (OR-Tools) backend: the standard form written straight into a CpModelProto, full hint.
+
+CP-SAT needs integer data: every row coefficient and bound must be integral (they are: milli-cores,
+megabytes, slice counts) and the objective is multiplied by `Compiled.objective_scale`. With two
+workers CP-SAT runs only its weak `default_lp` full-problem worker, so the `max_lp` subsolver is
+requested (and `linearization_level=2` on one worker). Deterministic mode fixes the worker count,
+interleaves the search when it uses more than one, and stops on `max_deterministic_time`
+(`Limits.work_limit`, CP-SAT's deterministic seconds, which are also the reported work units).
+A wall-clock guard calls `stop_search` if the time limit passes (CP-SAT normally stops by itself).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from origamig.bilp.backends import base
+
+if TYPE_CHECKING:
+    from origamig.bilp.compile import Compiled
+
+_GUARD_GRACE_S = 0.3
+_FALLBACK_SCALE = 10**6  # objective scale when the weights have more than 6 decimals (rounded)
+
+
+class CpSatBackend:
+    """OR-Tools CP-SAT with LP relaxation workers."""
+
+    name = "cpsat"
+    features: ClassVar[frozenset[str]] = frozenset({"hint", "deterministic_time", "work_limit"})
+
+    @classmethod
+    def available(cls) -> str | None:
+        try:
+            from ortools.sat.python import cp_model  # noqa: F401
+        except ImportError as err:
+            return f"ortools is not installed ({err})"
+        return None
+
+    def solve(self, compiled: Compiled, hint: np.ndarray, limits: base.Limits) -> base.SolveResult:
+        from ortools.sat.python import cp_model
+
+        t0 = time.perf_counter()
+        scale = compiled.objective_scale or _FALLBACK_SCALE
+        model = cp_model.CpModel()
+        _fill(model.proto, compiled, hint, scale, cp_model.INT_MIN, cp_model.INT_MAX)
+        solver = cp_model.CpSolver()
+        self._apply_limits(solver.parameters, limits, t0)
+        guard = None
+        if limits.time_limit_s is not None:
+            guard = threading.Timer(limits.time_limit_s + _GUARD_GRACE_S, solver.stop_search)
+            guard.daemon = True
+            guard.start()
+        try:
+            status = solver.solve(model)
+        finally:
+            if guard is not None:
+                guard.cancel()
+        return self._result(solver, status, compiled, hint, scale, limits, time.perf_counter() - t0)
+
+    def _apply_limits(self, p: Any, limits: base.Limits, t0: float) -> None:
+        workers = limits.thread_count()
+        p.num_workers = workers
+        p.random_seed = 0
+        if workers == 1:
+            p.linearization_level = 2
+        elif workers == 2:
+            p.subsolvers.append("max_lp")
+        else:
+            p.extra_subsolvers.append("max_lp")
+        if limits.deterministic and workers > 1:
+            p.interleave_search = True
+        if limits.time_limit_s is not None:
+            p.max_time_in_seconds = max(0.01, limits.time_limit_s - (time.perf_counter() - t0))
+        if limits.work_limit is not None:
+            p.max_deterministic_time = float(limits.work_limit)
+        p.relative_gap_limit = float(limits.gap)
+        p.absolute_gap_limit = 0.999
+
+    def _result(
+        self,
+        solver: Any,
+        status: Any,
+        compiled: Compiled,
+        hint: np.ndarray,
+        scale: int,
+        limits: base.Limits,
+        wall: float,
+    ) -> base.SolveResult:
+        from ortools.sat.python import cp_model
+
+        x = None
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            x = np.asarray(solver.response_proto.solution, dtype=float)
+        if x is None or len(x) != len(hint) or compiled.objective_of(x) < compiled.objective_of(hint) - 1e-6:
+            x = hint.copy()
+        objective = compiled.objective_of(x)
+        bound = compiled.trivial_bound()
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            bound = float(solver.best_objective_bound) / scale + compiled.offset
+        bound = max(objective, bound)
+        proved = status == cp_model.OPTIMAL and limits.gap == 0.0
+        work = float(solver.deterministic_time)
+        if status == cp_model.OPTIMAL:
+            term = base.OPTIMAL if proved else base.GAP_LIMIT
+            bound = objective if proved else bound
+        elif status == cp_model.INFEASIBLE:
+            term = base.INFEASIBLE
+        elif status == cp_model.MODEL_INVALID:
+            term = base.ERROR
+        elif limits.work_limit is not None and work >= limits.work_limit * 0.99:
+            term = base.WORK_LIMIT
+        else:
+            term = base.TIME_LIMIT
+        return base.SolveResult(
+            solver=self.name,
+            termination=term,
+            solution_status=base.SOLUTION_OPTIMAL if proved else base.SOLUTION_FEASIBLE,
+            objective=objective,
+            bound=bound,
+            wall_s=wall,
+            work=work,
+            x=x,
+        )
+
+
+def _fill(proto: Any, compiled: Compiled, hint: np.ndarray, scale: int, int_min: int, int_max: int) -> None:
+    """Columns, rows, objective and hint of `compiled` into an (empty) CpModelProto."""
+    if not compiled.integer.all():
+        raise ValueError("CP-SAT needs every column integer")
+    for lo, hi in zip(compiled.col_lo, compiled.col_hi, strict=True):
+        proto.variables.add().domain.extend([_int(lo, int_min, int_max), _int(hi, int_min, int_max)])
+    A = compiled.A
+    data = A.data
+    if not np.array_equal(data, np.round(data)):
+        raise ValueError("CP-SAT needs integer row coefficients")
+    coeffs = data.astype(np.int64).tolist()
+    indices = A.indices.tolist()
+    ptr = A.indptr.tolist()
+    for r, (lo, hi) in enumerate(zip(compiled.row_lo, compiled.row_hi, strict=True)):
+        lin = proto.constraints.add().linear
+        lin.vars.extend(indices[ptr[r] : ptr[r + 1]])
+        lin.coeffs.extend(coeffs[ptr[r] : ptr[r + 1]])
+        lin.domain.extend([_int(lo, int_min, int_max, up=True), _int(hi, int_min, int_max)])
+    nz = np.flatnonzero(compiled.c)
+    obj = proto.objective
+    obj.vars.extend(nz.tolist())
+    obj.coeffs.extend((-np.round(compiled.c[nz] * scale)).astype(np.int64).tolist())
+    obj.scaling_factor = -1.0
+    proto.solution_hint.vars.extend(range(len(hint)))
+    proto.solution_hint.values.extend(np.round(hint).astype(np.int64).tolist())
+
+
+def _int(v: float, int_min: int, int_max: int, up: bool = False) -> int:
+    if not np.isfinite(v):
+        return int_min if v < 0 else int_max
+    return int(np.ceil(v - 1e-9)) if up else int(np.floor(v + 1e-9))
+
+
+BACKEND = CpSatBackend

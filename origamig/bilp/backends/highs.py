@@ -1,0 +1,197 @@
+"""HiGHS (highspy) backend: the standard form passed row-wise, the current placement as MIP start.
+
+HiGHS does not enforce `time_limit` inside MIP presolve, so the solve runs in highspy's solver
+thread and a wall-clock guard cancels it (`HandleUserInterrupt`, `startSolve`, `wait`,
+`cancelSolve`) when the limit passes; the incumbent — at least the start — is kept.
+Work reported: thousands of simplex iterations (deterministic on one thread and, unlike nodes,
+roughly proportional to time). HiGHS has no iteration budget for a MIP, and highspy 1.16's MIP
+callbacks do not see the iteration count, so `Limits.work_limit` is applied as a node limit
+(`mip_max_nodes`) — a different unit from the work reported.
+HiGHS is deterministic for a fixed thread count; its thread pool is process-global, so a change of
+thread count resets the scheduler.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from origamig.bilp.backends import base
+
+if TYPE_CHECKING:
+    from origamig.bilp.compile import Compiled
+
+_GUARD_GRACE_S = 0.05  # cancel this long after the limit if HiGHS has not stopped by itself
+_ITERATIONS_PER_WORK_UNIT = 1000
+_threads_in_use: list[int] = []
+_banner_done: list[bool] = []
+
+
+class HighsBackend:
+    """HiGHS branch-and-cut via highspy."""
+
+    name = "highs"
+    features: ClassVar[frozenset[str]] = frozenset({"mip_start", "wall_clock_guard", "work_limit"})
+
+    @classmethod
+    def available(cls) -> str | None:
+        try:
+            import highspy  # noqa: F401
+        except ImportError as err:
+            return f"highspy is not installed ({err})"
+        return None
+
+    def solve(self, compiled: Compiled, hint: np.ndarray, limits: base.Limits) -> base.SolveResult:
+        import highspy
+
+        t0 = time.perf_counter()
+        h, interrupted = self._run(highspy, compiled, hint, limits, t0)
+        if _stale(h, compiled):
+            # HiGHS 1.16 quirk: when presolve alone solves the MIP, getSolution() still returns the
+            # MIP start. Such models are tiny: solve again without the start.
+            h, interrupted = self._run(highspy, compiled, None, limits, t0)
+        return self._result(h, compiled, hint, interrupted, time.perf_counter() - t0)
+
+    def _run(
+        self, highspy: Any, compiled: Compiled, hint: np.ndarray | None, limits: base.Limits, t0: float
+    ) -> tuple[Any, bool]:
+        """One guarded HiGHS run; returns (solver, whether the wall-clock guard cancelled it)."""
+        h = _new_highs(highspy)
+        self._apply_limits(h, compiled, limits)
+        h.passModel(_lp(highspy, compiled))
+        if hint is not None:
+            start = highspy.HighsSolution()
+            start.col_value = list(map(float, hint))
+            start.value_valid = True
+            h.setSolution(start)
+        h.HandleUserInterrupt = True
+        h.startSolve()
+        interrupted = False
+        if limits.time_limit_s is None:
+            h.wait()
+        else:
+            done, _ = h.wait(max(0.0, limits.time_limit_s - (time.perf_counter() - t0)) + _GUARD_GRACE_S)
+            if not done:
+                interrupted = True
+                h.cancelSolve()
+                h.wait()
+        return h, interrupted
+
+    def _apply_limits(self, h: Any, compiled: Compiled, limits: base.Limits) -> None:
+        threads = limits.thread_count()
+        if _threads_in_use and _threads_in_use[0] != threads:
+            h.resetGlobalScheduler(True)
+        _threads_in_use[:] = [threads]
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("threads", threads)
+        h.setOptionValue("random_seed", 0)
+        if limits.time_limit_s is not None:
+            h.setOptionValue("time_limit", float(limits.time_limit_s))
+        if limits.work_limit is not None:
+            h.setOptionValue("mip_max_nodes", max(1, math.ceil(limits.work_limit)))
+        h.setOptionValue("mip_rel_gap", float(limits.gap))
+        h.setOptionValue("mip_abs_gap", 0.999 * compiled.objective_step if compiled.objective_step else 1e-6)
+
+    def _result(
+        self, h: Any, compiled: Compiled, hint: np.ndarray, interrupted: bool, wall: float
+    ) -> base.SolveResult:
+        import highspy
+
+        status = h.getModelStatus()
+        info = h.getInfo()
+        x = np.asarray(h.getSolution().col_value, dtype=float) if info.primal_solution_status == 2 else None
+        if x is None or len(x) != len(hint):
+            x = None
+        term = {
+            highspy.HighsModelStatus.kOptimal: base.OPTIMAL,
+            highspy.HighsModelStatus.kTimeLimit: base.TIME_LIMIT,
+            highspy.HighsModelStatus.kSolutionLimit: base.WORK_LIMIT,
+            highspy.HighsModelStatus.kInterrupt: base.INTERRUPTED,
+            highspy.HighsModelStatus.kInfeasible: base.INFEASIBLE,
+        }.get(status, base.ERROR)
+        if interrupted:
+            term = base.INTERRUPTED
+        if x is None or compiled.objective_of(x) < compiled.objective_of(hint) - 1e-6:
+            x = hint.copy()  # never return less than the always-feasible start
+        objective = compiled.objective_of(x)
+        if np.isfinite(info.mip_dual_bound):
+            bound = float(info.mip_dual_bound)
+        else:  # solved in presolve (no B&B bound) when optimal; otherwise stopped before having one
+            bound = objective if term == base.OPTIMAL else compiled.trivial_bound()
+        proved = term == base.OPTIMAL and bound - objective <= _tolerance(compiled, objective)
+        bound = objective if proved else max(bound, objective)
+        return base.SolveResult(
+            solver=self.name,
+            termination=term,
+            solution_status=base.SOLUTION_OPTIMAL if proved else base.SOLUTION_FEASIBLE,
+            objective=objective,
+            bound=bound,
+            wall_s=wall,
+            work=float(info.simplex_iteration_count) / _ITERATIONS_PER_WORK_UNIT,
+            x=x,
+        )
+
+
+def _new_highs(highspy: Any) -> Any:
+    """A Highs instance. The first one in a process prints a banner on the C-level stdout before any
+    option can silence it (it would corrupt `--json` output), so that one is made with fd 1 muted."""
+    if _banner_done:
+        return highspy.Highs()
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 1)
+            h = highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+    _banner_done.append(True)
+    return h
+
+
+def _stale(h: Any, compiled: Compiled) -> bool:
+    """True when HiGHS reports an objective that its returned solution does not have."""
+    info = h.getInfo()
+    if info.primal_solution_status != 2:
+        return False
+    x = np.asarray(h.getSolution().col_value, dtype=float)
+    reported = float(info.objective_function_value)
+    return len(x) == len(compiled.c) and abs(compiled.objective_of(x) - reported) > _tolerance(
+        compiled, reported
+    )
+
+
+def _tolerance(compiled: Compiled, objective: float) -> float:
+    return max(0.999 * compiled.objective_step, 1e-6 * max(1.0, abs(objective)))
+
+
+def _lp(highspy: Any, compiled: Compiled) -> Any:
+    A = compiled.A
+    inf = highspy.kHighsInf
+    lp = highspy.HighsLp()
+    lp.num_col_ = A.shape[1]
+    lp.num_row_ = A.shape[0]
+    lp.sense_ = highspy.ObjSense.kMaximize
+    lp.offset_ = compiled.offset
+    lp.col_cost_ = compiled.c.astype(float)
+    lp.col_lower_ = np.where(np.isfinite(compiled.col_lo), compiled.col_lo, -inf)
+    lp.col_upper_ = np.where(np.isfinite(compiled.col_hi), compiled.col_hi, inf)
+    lp.row_lower_ = np.where(np.isfinite(compiled.row_lo), compiled.row_lo, -inf)
+    lp.row_upper_ = np.where(np.isfinite(compiled.row_hi), compiled.row_hi, inf)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = A.indices.astype(np.int32)
+    lp.a_matrix_.value_ = A.data.astype(float)
+    lp.integrality_ = [
+        highspy.HighsVarType.kInteger if b else highspy.HighsVarType.kContinuous for b in compiled.integer
+    ]
+    return lp
+
+
+BACKEND = HighsBackend

@@ -1,0 +1,142 @@
+"""`origamig check SNAPSHOT`: validate a snapshot; summarize PMs, GPUs per class, occupancy, CF and Γ_h."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from origamig.datacenter import NO_GPU_CLASS, DataCenter
+from origamig.objective import Weights, evaluate_dc
+from origamig.snapshot import load_snapshot
+
+
+def summarize(dc: DataCenter) -> dict[str, Any]:
+    """Counts of a state: PMs, VMs, CPU/RAM, and per GPU class the GPUs, slices, CF and Γ_h."""
+    classes: dict[str, dict[str, Any]] = {}
+    for j, pm in enumerate(dc.pms):
+        for k, model in enumerate(pm.gpus):
+            c = classes.setdefault(
+                model.gpu_class,
+                {
+                    "models": [],
+                    "gpus": 0,
+                    "active_gpus": 0,
+                    "slices": 0,
+                    "used_slices": 0,
+                    "cf": 0,
+                    "cf_active": 0,
+                },
+            )
+            if model.name not in c["models"]:
+                c["models"].append(model.name)
+            c["gpus"] += 1
+            c["active_gpus"] += int(dc.gpu_active(j, k))
+            c["slices"] += model.memory_slices
+            c["used_slices"] += model.memory_slices - dc.free_slices(j, k)
+            c["cf"] += dc.cf(j, k)
+            c["cf_active"] += dc.cf(j, k) if dc.gpu_active(j, k) else 0
+    for h, c in classes.items():
+        c["occupancy"] = c["used_slices"] / c["slices"] if c["slices"] else 0.0
+        active_slices = c["active_gpus"] * dc.class_slices[h]
+        c["packing_density"] = c["used_slices"] / active_slices if active_slices else 0.0
+        c["gamma"] = dc.gamma(h)
+    if dc.no_gpu_pms:
+        classes[NO_GPU_CLASS] = {"pms": len(dc.no_gpu_pms), "gamma": dc.gamma(NO_GPU_CLASS)}
+    cpu_total = sum(pm.cpu_m for pm in dc.pms)
+    ram_total = sum(pm.ram_mb for pm in dc.pms)
+    cpu_used = cpu_total - sum(dc.free_cpu_m(j) for j in range(len(dc.pms)))
+    ram_used = ram_total - sum(dc.free_ram_mb(j) for j in range(len(dc.pms)))
+    return {
+        "pms": len(dc.pms),
+        "active_pms": dc.active_pms,
+        "powered_off_pms": sum(1 for j, pm in enumerate(dc.pms) if pm.powered_off and not dc.is_active(j)),
+        "running_vms": len(dc.vms),
+        "pending_vms": len(dc.pending),
+        "cpu": {"total": cpu_total / 1000, "used": cpu_used / 1000},
+        "ram_gb": {"total": ram_total / 1000, "used": ram_used / 1000},
+        "active_gpus": sum(c.get("active_gpus", 0) for c in classes.values()),
+        "cf": sum(c.get("cf", 0) for c in classes.values()),  # over every GPU (free capacity)
+        "cf_active": sum(c.get("cf_active", 0) for c in classes.values()),  # over active GPUs (Eq. 5 term)
+        "classes": classes,
+    }
+
+
+def render_summary(summary: dict[str, Any], title: str) -> Table:
+    """A rich table of `summarize` output: one row per GPU class."""
+    table = Table(title=title)
+    for col in ("class", "models", "GPUs", "active", "slices used", "occupancy", "packing", "CF", "Γ_h"):
+        table.add_column(col, justify="left" if col in ("class", "models") else "right")
+    for h, c in summary["classes"].items():
+        if h == NO_GPU_CLASS:
+            table.add_row(h, f"{c['pms']} PMs without GPUs", "", "", "", "", "", "", str(c["gamma"]))
+            continue
+        table.add_row(
+            h,
+            ", ".join(c["models"]),
+            str(c["gpus"]),
+            str(c["active_gpus"]),
+            f"{c['used_slices']}/{c['slices']}",
+            f"{100 * c['occupancy']:.1f}%",
+            f"{100 * c['packing_density']:.1f}%",
+            str(c["cf"]),
+            str(c["gamma"]),
+        )
+    return table
+
+
+def _headline(summary: dict[str, Any]) -> str:
+    return (
+        f"{summary['pms']} PMs ({summary['active_pms']} active, {summary['powered_off_pms']} powered off), "
+        f"{summary['running_vms']} running VMs, {summary['pending_vms']} pending; "
+        f"CPU {summary['cpu']['used']:g}/{summary['cpu']['total']:g} cores, "
+        f"RAM {summary['ram_gb']['used']:g}/{summary['ram_gb']['total']:g} GB"
+    )
+
+
+def check(
+    snapshot: Annotated[Path, typer.Argument(help="Snapshot JSON file (SPEC §8).", show_default=False)],
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON document instead of tables.")] = False,
+) -> None:
+    """Validate a snapshot (every problem, one line each, exit 2) and summarize the cluster it describes."""
+    snap = load_snapshot(snapshot)
+    dc = snap.datacenter()
+    summary = summarize(dc)
+    objective = evaluate_dc(dc, dc.placement, snap.weights)
+    summary["objective"] = objective.as_dict()
+    summary["weights"] = _weights_dict(snap.weights)
+    if as_json:
+        typer.echo(json.dumps({"valid": True, **summary}, indent=2))
+        return
+    console = wide_console()
+    console.print(f"{snapshot}: valid")
+    console.print(_headline(summary))
+    console.print(render_summary(summary, "GPUs per class"))
+    terms = objective.as_dict()
+    console.print(
+        "objective (Eq. 5) {value:g} = acceptance {acceptance:g} − consolidation {consolidation:g} "
+        "− migration {migration:g} + free starts {free_starts:g}".format(**terms)
+    )
+
+
+def wide_console() -> Console:
+    """A console at least 110 columns wide (pipes and CI logs default to 80)."""
+    return Console(width=max(110, Console().width))
+
+
+def _weights_dict(w: Weights) -> dict[str, Any]:
+    return {
+        "accept": w.accept,
+        "pm": w.pm,
+        "gpu": w.gpu,
+        "free_start": dict(w.free_start_by_profile) or w.free_start,
+        "migration": w.migration,
+    }
+
+
+def register(app: typer.Typer) -> None:
+    app.command("check")(check)

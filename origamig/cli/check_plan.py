@@ -1,0 +1,107 @@
+"""`origamig check-plan SNAPSHOT PLAN.json`: replay a plan (SPEC §8 semantics), report the first broken step.
+
+PLAN.json is a bare list of steps or a `solve --json` document; with the latter, the final state
+must also equal its `"placement"`. Exit codes: 0 the plan is valid, 1 a step breaks a rule (the
+step's index and why), 2 the snapshot or the plan file is malformed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from origamig.datacenter import GiSlot, Placement
+from origamig.errors import SnapshotError
+from origamig.replay import replay_plan
+from origamig.snapshot import Snapshot, load_snapshot, placement_json, read_json, show
+
+
+def _steps_and_target(doc: Any, path: Path, snap: Snapshot) -> tuple[list[Any], dict[str, Placement] | None]:
+    if isinstance(doc, list):
+        steps, target_raw = doc, None
+    elif isinstance(doc, dict) and "plan" in doc:
+        steps, target_raw = doc["plan"], doc.get("placement")
+    else:
+        raise SnapshotError(f'{path}: expected a list of steps or a `solve --json` document with "plan"')
+    if not isinstance(steps, list):
+        raise SnapshotError(f"{path}: plan: expected a list of steps, got {show(steps)}")
+    bad = [
+        f'{path}: plan[{i}]: expected an object with "op", got {show(s)}'
+        for i, s in enumerate(steps)
+        if not isinstance(s, dict)
+    ]
+    if bad:
+        raise SnapshotError(bad)
+    return steps, (None if target_raw is None else _target(target_raw, path, snap))
+
+
+def _target(raw: Any, path: Path, snap: Snapshot) -> dict[str, Placement]:
+    """The `"placement"` object of a solve document, as Placements (PM ids → indices)."""
+    if not isinstance(raw, Mapping):
+        raise SnapshotError(f"{path}: placement: expected an object, got {show(raw)}")
+    index = {pm.id: j for j, pm in enumerate(snap.pms)}
+    out: dict[str, Placement] = {}
+    problems: list[str] = []
+    for vm_id, pl in raw.items():
+        where = f"{path}: placement.{vm_id}"
+        try:
+            slots = tuple(GiSlot(int(s["gpu"]), int(s["start"])) for s in pl["gis"])
+            j = index[pl["pm"]]
+        except (KeyError, TypeError, ValueError):
+            problems.append(
+                f'{where}: expected {{"pm": <PM id>, "gis": [{{"gpu", "start"}}]}}, got {show(pl)}'
+            )
+            continue
+        if vm_id not in snap.vms:
+            problems.append(f"{where}: not a VM of the snapshot")
+            continue
+        out[vm_id] = Placement(j, slots)
+    if problems:
+        raise SnapshotError(problems)
+    return out
+
+
+def check_plan(
+    snapshot: Annotated[
+        Path, typer.Argument(help="Snapshot JSON file the plan starts from.", show_default=False)
+    ],
+    plan: Annotated[
+        Path, typer.Argument(help="A list of steps, or a `solve --json` document.", show_default=False)
+    ],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Replay a migration plan step by step and report the first step that breaks a constraint."""
+    snap = load_snapshot(snapshot)
+    steps, target = _steps_and_target(read_json(plan), plan, snap)
+    running = {v: snap.vms[v] for v in snap.placement}
+    pending = {v: snap.vms[v] for v in snap.pending}
+    result = replay_plan(snap.pms, running, snap.placement, pending, steps, target=target)
+    if as_json:
+        doc = {
+            "ok": result.ok,
+            "steps": len(steps),
+            "steps_run": result.steps_run,
+            "failed_step": result.failed_step,
+            "reason": result.reason,
+            "checked_against_placement": target is not None,
+            "final_placement": placement_json(snap.pms, result.final_placement),
+            "powered_on": sorted(result.powered_on),
+        }
+        typer.echo(json.dumps(doc, indent=2))
+    elif result.ok:
+        extra = " and ends in the document's placement" if target is not None else ""
+        typer.echo(
+            f"ok: {len(steps)} steps replayed; every intermediate state respects CPU, RAM and slices{extra}"
+        )
+    else:
+        typer.echo(f"invalid: {result.reason}")
+    if not result.ok:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("check-plan")(check_plan)

@@ -1,0 +1,99 @@
+"""`origamig import`: snapshot PMs and their running GIs from `nvidia-smi mig -lgi` or mig-parted."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from origamig.catalog import default_catalog
+from origamig.errors import SnapshotError
+from origamig.importer import HostState, ImportOptions, build_entries, merge, parse_checkpoint, parse_lgi
+from origamig.snapshot import parse_snapshot, read_json, write_json_atomic
+
+
+def _pairs(values: list[str], flag: str) -> list[tuple[str, Path]]:
+    out: list[tuple[str, Path]] = []
+    problems: list[str] = []
+    for value in values:
+        host, sep, path = value.partition("=")
+        if not sep or not host or not path:
+            problems.append(f"{flag} {value!r}: expected HOST=FILE (e.g. pm0=pm0-lgi.txt)")
+        else:
+            out.append((host, Path(path)))
+    if problems:
+        raise SnapshotError(problems)
+    return out
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SnapshotError(f"{path}: cannot read ({exc.__class__.__name__}: {exc})") from None
+
+
+def import_(
+    host: Annotated[
+        list[str] | None,
+        typer.Option("--host", help="HOST=FILE: the output of `nvidia-smi mig -lgi` on HOST (repeatable)."),
+    ] = None,
+    checkpoint: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--checkpoint", help="HOST=FILE: a `nvidia-mig-parted checkpoint` file of HOST (repeatable)."
+        ),
+    ] = None,
+    cpu: Annotated[float, typer.Option("--cpu", help="CPU cores of each imported PM.")] = 80.0,
+    ram_gb: Annotated[float, typer.Option("--ram-gb", help="RAM (GB) of each imported PM.")] = 512.0,
+    gpu_model: Annotated[
+        str | None,
+        typer.Option("--gpu-model", help="GPU model of the hosts (default: inferred from the GIs)."),
+    ] = None,
+    gpus: Annotated[
+        int | None,
+        typer.Option(
+            "--gpus",
+            min=1,
+            help="GPUs per host (default: -lgi: highest GPU index seen + 1; checkpoint: its devices).",
+        ),
+    ] = None,
+    vm_cpu: Annotated[
+        float, typer.Option("--vm-cpu", help="CPU cores of the VM that holds each imported GI.")
+    ] = 0.0,
+    vm_ram_gb: Annotated[
+        float, typer.Option("--vm-ram-gb", help="RAM (GB) of the VM that holds each imported GI.")
+    ] = 0.0,
+    base: Annotated[
+        Path | None, typer.Option("--merge", help="Append the imported PMs and VMs to this snapshot.")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the snapshot here (default: stdout).")
+    ] = None,
+) -> None:
+    """Build snapshot PMs from real MIG state: every GI found becomes a running VM that holds it."""
+    lgi_hosts = _pairs(host or [], "--host")
+    cp_hosts = _pairs(checkpoint or [], "--checkpoint")
+    if not lgi_hosts and not cp_hosts:
+        raise SnapshotError("import: give at least one --host HOST=FILE or --checkpoint HOST=FILE")
+    states: list[HostState] = [
+        HostState(h, tuple(parse_lgi(_read_text(p), str(p))), gpus) for h, p in lgi_hosts
+    ]
+    for h, p in cp_hosts:
+        found, devices = parse_checkpoint(read_json(p), str(p))
+        states.append(HostState(h, tuple(found), gpus if gpus is not None else max(devices, 1)))
+    opts = ImportOptions(cpu=cpu, ram_gb=ram_gb, gpu_model=gpu_model, vm_cpu=vm_cpu, vm_ram_gb=vm_ram_gb)
+    pms, vms = build_entries(states, default_catalog(), opts)
+    doc = merge(read_json(base) if base is not None else None, pms, vms)
+    parse_snapshot(doc)  # the result must be a valid snapshot (duplicate ids with --merge, capacities, ...)
+    if out is None:
+        typer.echo(json.dumps(doc, indent=2))
+    else:
+        write_json_atomic(out, doc)
+        typer.echo(f"wrote {out}: {len(pms)} PMs, {len(vms)} running GIs", err=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("import")(import_)

@@ -1,0 +1,174 @@
+"""`origamig solve SNAPSHOT`: optimize a cluster snapshot, decide, print the plan, write the new state."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import replace
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.table import Table
+
+from origamig.cli.check import summarize, wide_console
+from origamig.datacenter import DataCenter
+from origamig.errors import UserError
+from origamig.objective import Objective, Weights
+from origamig.snapshot import Snapshot, load_snapshot, write_json_atomic
+
+if TYPE_CHECKING:
+    from origamig.snapshot_solve import Outcome
+
+
+class SolverName(StrEnum):
+    highs = "highs"
+    cpsat = "cpsat"
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Send file-descriptor 1 to stderr while solvers run: native libraries print banners there."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no real stdout (e.g. an in-process test runner): nothing to protect
+        yield
+        return
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _weights(base: Weights, overrides: dict[str, float | None]) -> Weights:
+    given = {k: v for k, v in overrides.items() if v is not None}
+    bad = [f"--{k.replace('_', '-')}: {v:g} is negative" for k, v in given.items() if v < 0]
+    if bad:
+        raise UserError(bad)
+    return replace(base, **given)
+
+
+def _state(snap: Snapshot, out: Outcome, after: bool) -> dict[str, Any]:
+    dc = DataCenter(out.pms_out if after else snap.pms)
+    for v, pl in (out.placement if after else snap.placement).items():
+        dc.place(snap.vms[v], pl)
+    return summarize(dc)
+
+
+def solve(
+    snapshot: Annotated[Path, typer.Argument(help="Snapshot JSON file (SPEC §8).", show_default=False)],
+    solver: Annotated[SolverName, typer.Option("--solver", help="MIP solver backend.")] = SolverName.highs,
+    time_limit: Annotated[float, typer.Option("--time-limit", min=0.0, help="Solver time limit (s).")] = 10.0,
+    threads: Annotated[
+        int | None,
+        typer.Option("--threads", min=1, help="Solver threads (default: all cores; 1 if deterministic)."),
+    ] = None,
+    deterministic: Annotated[
+        bool, typer.Option("--deterministic", help="Reproducible solve: fixed threads, no wall-clock effect.")
+    ] = False,
+    neighborhood: Annotated[
+        str, typer.Option("--neighborhood", help="auto (Algorithm 1), all, or PM ids: pm0,pm3,...")
+    ] = "auto",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the SPEC §8 JSON document.")] = False,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the resulting snapshot here (atomically).")
+    ] = None,
+    accept: Annotated[
+        float | None, typer.Option("--accept", help="Override weight a_i (admitting a VM).")
+    ] = None,
+    pm: Annotated[float | None, typer.Option("--pm", help="Override weight b_j (an active PM).")] = None,
+    gpu: Annotated[float | None, typer.Option("--gpu", help="Override weight e_jk (an active GPU).")] = None,
+    free_start: Annotated[
+        float | None, typer.Option("--free-start", help="Override weight w_p (a free start slice).")
+    ] = None,
+    migration: Annotated[
+        float | None, typer.Option("--migration", help="Override δ_i (a migration of a running VM).")
+    ] = None,
+) -> None:
+    """Optimize a snapshot: admit pending VMs, consolidate, and plan the live migrations to get there."""
+    from origamig.bilp import Limits  # pyomo and the solvers load only when a solve runs
+    from origamig.snapshot_solve import outcome_json, output_document, solve_snapshot
+
+    snap = load_snapshot(snapshot)
+    overrides = {"accept": accept, "pm": pm, "gpu": gpu, "free_start": free_start, "migration": migration}
+    weights = _weights(snap.weights, overrides)
+    limits = Limits(time_limit_s=time_limit, threads=threads, deterministic=deterministic)
+    with _stdout_to_stderr():
+        outcome = solve_snapshot(snap, weights, solver.value, limits, neighborhood)
+    if out is not None:
+        write_json_atomic(out, output_document(snap, outcome))
+    doc = outcome_json(snap, outcome)
+    doc["summary"] = {"before": _state(snap, outcome, False), "after": _state(snap, outcome, True)}
+    if as_json:
+        typer.echo(json.dumps(doc, indent=2))
+    else:
+        _render(snapshot, snap, outcome, doc, out)
+
+
+def _terms_rows(table: Table, before: Objective, after: Objective) -> None:
+    b, a = before.as_dict(), after.as_dict()
+    table.add_row("objective (Eq. 5)", f"{b['value']:g}", f"{a['value']:g}")
+    for key, label in (
+        ("acceptance", "  + acceptance"),
+        ("consolidation", "  − consolidation"),
+        ("migration", "  − migration"),
+        ("free_starts", "  + free starts"),
+    ):
+        table.add_row(label, f"{b[key]:g}", f"{a[key]:g}")
+
+
+def _render(path: Path, snap: Snapshot, out: Outcome, doc: dict[str, Any], written: Path | None) -> None:
+    console = wide_console()
+    nb = doc["neighborhood"]
+    console.print(
+        f"{path}: {len(snap.pms)} PMs, {len(snap.placement)} running VMs, {len(snap.pending)} pending"
+    )
+    console.print(
+        f"neighborhood: {nb['mode']} — {len(nb['pms'])} PMs, {len(nb['pending'])} pending VMs"
+        + (f" ({nb['note']})" if nb["note"] else "")
+    )
+    verdict = {
+        "improved": f"[green]improved[/] (gain {out.gain:+g} after a parking cost of {out.parking_cost:g})",
+        "unchanged": "[yellow]unchanged[/]: nothing strictly better was found; the state stays as it is",
+        "plan_infeasible": f"[red]plan_infeasible[/]: {out.infeasible_reason}; the state stays as it is",
+    }[out.status]
+    console.print(f"status: {verdict}")
+    console.print(f"admitted: {', '.join(out.admitted) or '—'}    rejected: {', '.join(out.rejected) or '—'}")
+    if out.waiting:
+        console.print(f"waiting (outside this call): {', '.join(out.waiting)}")
+    before, after = doc["summary"]["before"], doc["summary"]["after"]
+    table = Table(title="before → after")
+    for col in ("", "before", "after"):
+        table.add_column(col, justify="left" if not col else "right")
+    table.add_row("active PMs", str(before["active_pms"]), str(after["active_pms"]))
+    table.add_row("active GPUs", str(before["active_gpus"]), str(after["active_gpus"]))
+    table.add_row("CF (every GPU)", str(before["cf"]), str(after["cf"]))
+    table.add_row("CF (active GPUs)", str(before["cf_active"]), str(after["cf_active"]))
+    _terms_rows(table, out.before, out.after)
+    console.print(table)
+    s = doc["solver"]
+    if s["name"] is None:
+        console.print("solver: not run (nothing to optimize)")
+    else:
+        gap = "—" if s["gap"] is None else f"{100 * s['gap']:.2f}%"
+        proved = "proved optimal" if s["proved_optimal"] else "not proved optimal"
+        console.print(
+            f"solver: {s['name']}, {s['termination']} ({proved}), objective {s['objective']}, "
+            f"bound {s['bound']}, gap {gap}, {s['wall_s']:.2f} s"
+        )
+    if out.plan is not None:
+        console.print(out.plan.table())
+    if written is not None:
+        console.print(f"wrote {written}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("solve")(solve)

@@ -1,0 +1,257 @@
+"""Real MIG state in: snapshot PM entries from `nvidia-smi mig -lgi` text or a mig-parted checkpoint.
+
+Each host becomes one PM (`id`, `cpu`, `ram_gb`, `gpus`); each GPU instance found on it becomes a
+running VM that holds that one GI at its start slice, named `<host>/gpu<g>/gi<GI id>` (or
+`<host>/gpu<g>/start<z>` for a checkpoint, which has no GI ids). Those VMs get the CPU and RAM given
+on the command line (default 0): the GI listing says nothing about the VMs that use the GIs, so
+an operator who knows them edits the snapshot afterwards (or merges several VMs' GIs by hand).
+
+`nvidia-smi mig -lgi` rows read `GPU  MIG <name>  <profile ID>  <GI ID>  <start>:<size>`; the GPU
+model is given (`gpu_model`) or inferred as the only catalog model on which every row's name,
+profile ID, size and start are valid (A100-80GB and H100-80GB print identical rows: pass the
+model). `+me`, `+gfx`, `-me` and `+me.all` variants are imported as their base profile (same
+placements). A mig-parted checkpoint (`nvidia-mig-parted checkpoint -f FILE`) stores, per MIG GPU,
+its GI profiles as NVML profile enums (`GPU_INSTANCE_PROFILE_*`, which name the compute slices)
+with `Placement.Start/Size`; the profile is the model's one with those compute and memory slices.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from origamig.catalog import Catalog, GpuModel, Profile
+from origamig.errors import SnapshotError
+from origamig.snapshot import SNAPSHOT_VERSION, show
+
+_ROW = re.compile(r"^\|?\s*(\d+)\s+MIG\s+(\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s*:\s*(\d+)\s*\|?\s*$")
+_VARIANT = re.compile(r"(\+me\.all|\+me|\+gfx|-me)$")
+
+# NVML GPU_INSTANCE_PROFILE_* enum → compute slices (go-nvml nvml.h; the enum names count compute slices)
+NVML_PROFILE_COMPUTE = {
+    0: 1,
+    1: 2,
+    2: 3,
+    3: 4,
+    4: 7,
+    5: 8,
+    6: 6,
+    7: 1,
+    8: 2,
+    9: 1,
+    10: 1,
+    11: 2,
+    12: 4,
+    13: 1,
+}
+NVML_PROFILE_COMPUTE |= {14: 2, 15: 1, 16: 2, 17: 3}
+
+
+@dataclass(frozen=True)
+class FoundGi:
+    """One GPU instance as a tool printed it."""
+
+    where: str  # file:line or file path for messages
+    gpu: int
+    start: int
+    size: int
+    name: str | None = None  # nvidia-smi profile name (None in a checkpoint)
+    smi_id: int | None = None  # nvidia-smi profile ID (-lgi)
+    nvml_profile: int | None = None  # NVML profile enum (checkpoint)
+    instance: int | None = None  # GI ID (-lgi)
+
+
+@dataclass(frozen=True)
+class HostState:
+    """The GIs of one host and how many GPUs it has (None: infer from the GIs)."""
+
+    host: str
+    gis: tuple[FoundGi, ...]
+    gpus: int | None = None
+
+
+def parse_lgi(text: str, source: str) -> list[FoundGi]:
+    """The rows of `nvidia-smi mig -lgi` output; `SnapshotError` naming file:line for a garbled row."""
+    out: list[FoundGi] = []
+    problems: list[str] = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        m = _ROW.match(line)
+        if m:
+            gpu, name, pid, gid, start, size = m.groups()
+            out.append(
+                FoundGi(f"{source}:{n}", int(gpu), int(start), int(size), name, int(pid), None, int(gid))
+            )
+        elif re.match(r"^\|\s*\d+\s+MIG\b", line):
+            problems.append(f"{source}:{n}: cannot read this GPU-instance row: {line.strip()!r}")
+    if problems:
+        raise SnapshotError(problems)
+    return out
+
+
+def parse_checkpoint(data: Any, source: str) -> tuple[list[FoundGi], int]:
+    """GIs of a mig-parted checkpoint and the number of MIG GPUs it lists (keys: any letter case)."""
+    state = _get(data, "MigState", source)
+    devices = _get(state, "Devices", f"{source}: MigState") or []
+    if not isinstance(devices, list):
+        raise SnapshotError(f"{source}: MigState.Devices: expected a list, got {show(devices)}")
+    out: list[FoundGi] = []
+    for g, dev in enumerate(devices):
+        where = f"{source}: MigState.Devices[{g}]"
+        for n, gi in enumerate(_get(dev, "GpuInstances", where) or []):
+            gwhere = f"{where}.GpuInstances[{n}]"
+            pid = _get(gi, "ProfileID", gwhere)
+            placement = _get(gi, "Placement", gwhere)
+            start, size = _get(placement, "Start", gwhere), _get(placement, "Size", gwhere)
+            for label, value in (("ProfileID", pid), ("Placement.Start", start), ("Placement.Size", size)):
+                if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                    raise SnapshotError(
+                        f"{gwhere}.{label}: expected a non-negative integer, got {show(value)}"
+                    )
+            out.append(FoundGi(gwhere, g, start, size, nvml_profile=pid))
+    return out, len(devices)
+
+
+def _get(obj: Any, key: str, where: str) -> Any:
+    if not isinstance(obj, dict):
+        raise SnapshotError(f"{where}: expected an object, got {show(obj)}")
+    for k, v in obj.items():
+        if k.lower() == key.lower():
+            return v
+    raise SnapshotError(f"{where}.{key}: missing")
+
+
+def profile_for(model: GpuModel, gi: FoundGi) -> tuple[Profile | None, str]:
+    """The profile of `model` that `gi` is, or None and why not."""
+    if gi.name is not None:
+        base = _VARIANT.sub("", gi.name)
+        name = gi.name if model.has_profile(gi.name) else base
+        if not model.has_profile(name):
+            return None, f"{gi.name} is not a profile of {model.name}"
+        prof = model.profile(name)
+        same_name = name == gi.name and prof.nvidia_smi_id is not None
+        if same_name and gi.smi_id is not None and gi.smi_id != prof.nvidia_smi_id:
+            return None, f"profile ID {gi.smi_id} is not {gi.name}'s ID {prof.nvidia_smi_id} on {model.name}"
+    else:
+        compute = NVML_PROFILE_COMPUTE.get(gi.nvml_profile or 0) if gi.nvml_profile is not None else None
+        match = [p for p in model.profiles if p.compute_slices == compute and p.memory_slices == gi.size]
+        if not match:
+            return (
+                None,
+                f"NVML profile {gi.nvml_profile} of size {gi.size} matches no profile of {model.name}",
+            )
+        prof = match[0]
+    if gi.size != prof.memory_slices:
+        return None, f"{prof.name} occupies {prof.memory_slices} slices on {model.name}, not {gi.size}"
+    if gi.start not in prof.starts:
+        allowed = ", ".join(map(str, prof.starts))
+        return (
+            None,
+            f"{gi.start} is not a permitted start for {prof.name} on {model.name} (allowed: {allowed})",
+        )
+    return prof, ""
+
+
+def choose_model(gis: Sequence[FoundGi], catalog: Catalog, name: str | None, host: str) -> GpuModel:
+    """The given model (checked against every GI), or the only catalog model every GI fits."""
+    if name is not None:
+        model = catalog.gpu(name)
+        problems = [
+            f"{gi.where}: {why}" for gi in gis for prof, why in [profile_for(model, gi)] if prof is None
+        ]
+        if problems:
+            raise SnapshotError(problems)
+        return model
+    fits = [m for m in catalog.gpus.values() if all(profile_for(m, gi)[0] is not None for gi in gis)]
+    if not gis:
+        raise SnapshotError(f"{host}: no GPU instances to infer the GPU model from; pass --gpu-model")
+    if len(fits) == 1:
+        return fits[0]
+    if not fits:
+        raise SnapshotError(f"{host}: no catalog GPU model fits every GI listed; pass --gpu-model to see why")
+    names = ", ".join(sorted(m.name for m in fits))
+    raise SnapshotError(f"{host}: the GIs fit several GPU models ({names}); pass --gpu-model")
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    """PM and VM sizes for the imported entries (cores, GB)."""
+
+    cpu: float
+    ram_gb: float
+    gpu_model: str | None = None
+    vm_cpu: float = 0.0
+    vm_ram_gb: float = 0.0
+
+
+def build_entries(
+    hosts: Iterable[HostState], catalog: Catalog, opts: ImportOptions
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Snapshot `pms` and `vms` entries for the hosts; overlapping GIs are reported by source line."""
+    pms: list[dict[str, Any]] = []
+    vms: list[dict[str, Any]] = []
+    problems: list[str] = []
+    for host in hosts:
+        model = choose_model(host.gis, catalog, opts.gpu_model, host.host)
+        count = host.gpus if host.gpus is not None else max((gi.gpu + 1 for gi in host.gis), default=1)
+        if host.gpus is not None and any(gi.gpu >= host.gpus for gi in host.gis):
+            problems.append(
+                f"{host.host}: a GI is on GPU {max(gi.gpu for gi in host.gis)} but --gpus is {count}"
+            )
+            continue
+        pms.append(
+            {
+                "id": host.host,
+                "cpu": _plain(opts.cpu),
+                "ram_gb": _plain(opts.ram_gb),
+                "gpus": [model.name] * count,
+            }
+        )
+        used: dict[tuple[int, int], FoundGi] = {}
+        for gi in sorted(host.gis, key=lambda g: (g.gpu, g.start)):
+            prof, _ = profile_for(model, gi)
+            assert prof is not None  # choose_model checked every GI against the model
+            clash = next(
+                (used[(gi.gpu, u)] for u in range(gi.start, gi.start + gi.size) if (gi.gpu, u) in used), None
+            )
+            if clash is not None:
+                problems.append(
+                    f"{gi.where}: {prof.name} at {gi.start}:{gi.size} overlaps the GI of {clash.where}"
+                )
+                continue
+            used.update({(gi.gpu, u): gi for u in range(gi.start, gi.start + gi.size)})
+            tag = f"gi{gi.instance}" if gi.instance is not None else f"start{gi.start}"
+            vms.append(
+                {
+                    "id": f"{host.host}/gpu{gi.gpu}/{tag}",
+                    "cpu": _plain(opts.vm_cpu),
+                    "ram_gb": _plain(opts.vm_ram_gb),
+                    "gis": [prof.name],
+                    "gpu_model": model.name,
+                    "placement": {"pm": host.host, "gis": [{"gpu": gi.gpu, "start": gi.start}]},
+                }
+            )
+    if problems:
+        raise SnapshotError(problems)
+    return pms, vms
+
+
+def _plain(x: float) -> float | int:
+    """80.0 → 80 (snapshots read as written by hand)."""
+    return int(x) if float(x).is_integer() else x
+
+
+def merge(
+    base: Mapping[str, Any] | None, pms: list[dict[str, Any]], vms: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """A snapshot document: `base` (if any) with the imported PMs and VMs appended."""
+    if base is not None and not isinstance(base, Mapping):
+        raise SnapshotError(f"--merge: expected a snapshot object, got {show(base)}")
+    doc: dict[str, Any] = dict(base) if base is not None else {"version": SNAPSHOT_VERSION}
+    for key, new in (("pms", pms), ("vms", vms)):
+        old = doc.get(key, [])
+        if not isinstance(old, list):
+            raise SnapshotError(f"--merge: {key}: expected a list, got {show(old)}")
+        doc[key] = [*old, *new]
+    return doc

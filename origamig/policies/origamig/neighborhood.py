@@ -1,0 +1,315 @@
+"""Algorithm 1 of the paper: which PMs (M̂) and VMs (N̂) an OrigaMIG call optimizes.
+
+Admission call: for each pending VM, oldest first, the PMs whose free resources fit it (fewest VMs
+first), else the PMs that would fit it if empty (most free memory slices first), else the VM is
+rejected; then active PMs by free memory slices, then free CPU; then one powered-off PM that fits
+the oldest pending VM. N̂ = VMs on M̂ plus the pending VMs whose first PM is in M̂.
+
+Consolidation call for class h: sources S = active PMs of class h, fewest VMs first, kept only if
+emptying them is worth their VMs' migrations (b_j + Σ e_jk > w·CF_j + Σ 2δ_i); receivers R = the
+other active PMs of class h plus the active PMs without GPUs; at most M_max/2 sources; while some
+source cannot be emptied into R (a count test that ignores start slices), the last source becomes
+a receiver.
+
+Limits: at most `m_max` PMs; a PM whose VMs would raise |N̂| above `n_max` is skipped, except the
+first PM chosen for the oldest pending VM. With `bound="vms"` only `n_max` bounds a neighborhood
+(and `pm_cap` PMs, a safety cap). "Fits" ignores start slices — a rearrangement can change them —
+and assigns the GIs largest first to GPUs of their class with enough free memory and compute slices.
+Cost: one pass over the PMs of the classes involved plus sorting, O(|M| log |M|).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from origamig.datacenter import NO_GPU_CLASS, DataCenter, VmSpec
+from origamig.objective import Weights
+
+
+@dataclass(frozen=True)
+class Neighborhood:
+    """The PMs and VMs of one call, plus the pending VMs Algorithm 1 rejects outright."""
+
+    pms: tuple[int, ...]
+    pending: tuple[str, ...]  # pending VMs of the call (in N̂)
+    rejected: tuple[str, ...] = ()  # pending VMs that fit no PM even if empty
+    kind: str = "admission"
+    gpu_class: str | None = None
+
+    def vm_count(self, dc: DataCenter) -> int:
+        return sum(dc.vm_count(j) for j in self.pms) + len(self.pending)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Neighborhood limits: M_max PMs and N_max VMs (paper: 16 and 64), or VMs only."""
+
+    m_max: int = 16
+    n_max: int = 64
+    bound: str = "pms"  # "pms": M_max and N_max; "vms": N_max only (paper §7's proposal)
+    pm_cap: int = 256
+
+    @property
+    def pm_limit(self) -> int:
+        return self.m_max if self.bound == "pms" else self.pm_cap
+
+
+def _sorted_gis(vm: VmSpec) -> list:
+    return sorted(vm.gis, key=lambda p: (-p.memory_slices, -p.compute_slices, p.name))
+
+
+def fits_counts(dc: DataCenter, vm: VmSpec, j: int, empty: bool = False) -> bool:
+    """Does `vm` fit PM j by counts (CPU, RAM, free memory and compute slices per GPU)?"""
+    pm = dc.pms[j]
+    cpu = pm.cpu_m if empty else dc.free_cpu_m(j)
+    ram = pm.ram_mb if empty else dc.free_ram_mb(j)
+    if cpu < vm.cpu_m or ram < vm.ram_mb:
+        return False
+    free_mem = [g.memory_slices if empty else dc.free_slices(j, k) for k, g in enumerate(pm.gpus)]
+    free_comp = [
+        g.compute_slices if empty else g.compute_slices - dc.used_compute(j, k) for k, g in enumerate(pm.gpus)
+    ]
+    for prof in _sorted_gis(vm):
+        for k, g in enumerate(pm.gpus):
+            if (
+                g.gpu_class == prof.gpu_class
+                and free_mem[k] >= prof.memory_slices
+                and (free_comp[k] >= prof.compute_slices)
+            ):
+                free_mem[k] -= prof.memory_slices
+                free_comp[k] -= prof.compute_slices
+                break
+        else:
+            return False
+    return True
+
+
+def _free_memory_slices(dc: DataCenter, j: int) -> int:
+    return sum(dc.free_slices(j, k) for k in range(dc.gpu_count(j)))
+
+
+class _Builder:
+    """Accumulates M̂ and |N̂| under the bounds."""
+
+    def __init__(self, dc: DataCenter, bounds: Bounds) -> None:
+        self.dc, self.bounds = dc, bounds
+        self.pms: list[int] = []
+        self.chosen: set[int] = set()
+        self.vms = 0
+
+    @property
+    def full(self) -> bool:
+        return len(self.pms) >= self.bounds.pm_limit
+
+    def take_pending(self, j: int, force: bool) -> bool:
+        """Count a pending VM in N̂ with its first PM j in M̂ (adding j if needed)."""
+        if j in self.chosen:
+            if not force and self.vms + 1 > self.bounds.n_max:
+                return False
+            self.vms += 1
+            return True
+        return self.add(j, force=force, extra_vms=1)
+
+    def add(self, j: int, force: bool = False, extra_vms: int = 0) -> bool:
+        if j in self.chosen:
+            return True
+        if self.full and not force:
+            return False
+        load = self.dc.vm_count(j) + extra_vms
+        if not force and self.vms + load > self.bounds.n_max:
+            return False
+        self.pms.append(j)
+        self.chosen.add(j)
+        self.vms += load
+        return True
+
+
+def select_admission(
+    dc: DataCenter, queue: Sequence[str], bounds: Bounds, locked: frozenset[int] = frozenset()
+) -> Neighborhood:
+    """Algorithm 1, AdmissionCall(Q): the neighborhood for the pending VMs `queue` (oldest first)."""
+    b = _Builder(dc, bounds)
+    pending: list[str] = []
+    rejected: list[str] = []
+    classes: set[str] = set()
+    candidates_by_class = {h: [j for j in pms if j not in locked] for h, pms in dc.class_pms.items()}
+    all_pms = [j for j in range(len(dc.pms)) if j not in locked]
+    for n, vm_id in enumerate(queue):
+        vm = dc.pending[vm_id]
+        pool = candidates_by_class.get(vm.gpu_class, []) if vm.gis else all_pms
+        fit = [j for j in pool if dc.is_active(j) and fits_counts(dc, vm, j)]
+        fit.sort(key=lambda j: (dc.vm_count(j), j))
+        if not fit:
+            fit = [j for j in pool if fits_counts(dc, vm, j, empty=True)]
+            fit.sort(key=lambda j: (not dc.is_active(j), -_free_memory_slices(dc, j), j))
+            if not fit:
+                rejected.append(vm_id)
+                continue
+        # The first PM of the oldest pending VM is always taken, whatever N_max says.
+        force = not pending and n == len(rejected)
+        if b.take_pending(fit[0], force):
+            pending.append(vm_id)
+            classes.add(vm.gpu_class)
+        for j in fit[1:]:
+            if b.full:
+                break
+            b.add(j)
+        if b.full:
+            break
+    if not pending:
+        return Neighborhood((), (), tuple(rejected), "admission")
+    oldest = dc.pending[pending[0]]
+    # Room for a powered-off PM that fits the oldest pending VM.
+    spare = next(
+        (
+            j
+            for j in all_pms
+            if not dc.is_active(j) and j not in b.chosen and fits_counts(dc, oldest, j, True)
+        ),
+        None,
+    )
+    limit = bounds.pm_limit - (1 if spare is not None else 0)
+    fill = [
+        j
+        for j in all_pms
+        if dc.is_active(j)
+        and j not in b.chosen
+        and (classes & dc.pms[j].gpu_classes or NO_GPU_CLASS in classes)
+    ]
+    fill.sort(key=lambda j: (-_free_memory_slices(dc, j), -dc.free_cpu_m(j), j))
+    for j in fill:
+        if len(b.pms) >= limit:
+            break
+        b.add(j)
+    if spare is not None and not b.full:
+        b.add(spare)
+    return Neighborhood(tuple(b.pms), tuple(pending), tuple(rejected), "admission")
+
+
+def source_worth_emptying(dc: DataCenter, j: int, weights: Weights) -> bool:
+    """Line 18 of Algorithm 1: b_j + Σ_{active k} e_jk > w_p·CF_j + Σ_{i on j} 2δ_i."""
+    pm = dc.pms[j]
+    active = [k for k in range(len(pm.gpus)) if dc.gpu_active(j, k)]
+    gain = weights.b(pm) + weights.gpu * len(active)
+    cost = weights.free_start * sum(dc.cf(j, k) for k in active)
+    cost += sum(2 * weights.delta(dc.vms[v]) for v in dc.vms_on(j))
+    return gain > cost
+
+
+def _can_empty(dc: DataCenter, sources: Sequence[int], receivers: Sequence[int]) -> bool:
+    """Count test: do all VMs of `sources` fit the free resources of `receivers` (starts ignored)?"""
+    cpu = {j: dc.free_cpu_m(j) for j in receivers}
+    ram = {j: dc.free_ram_mb(j) for j in receivers}
+    mem = {(j, k): dc.free_slices(j, k) for j in receivers for k in range(dc.gpu_count(j))}
+    comp = {
+        (j, k): dc.gpu_model(j, k).compute_slices - dc.used_compute(j, k)
+        for j in receivers
+        for k in range(dc.gpu_count(j))
+    }
+    vms = [dc.vms[v] for s in sources for v in dc.vms_on(s)]
+    vms.sort(key=lambda vm: (-vm.memory_slices, -vm.cpu_m, vm.id))
+    return all(_place_counts(dc, vm, receivers, cpu, ram, mem, comp) for vm in vms)
+
+
+def _place_counts(dc, vm, receivers, cpu, ram, mem, comp) -> bool:
+    for j in receivers:
+        if cpu[j] < vm.cpu_m or ram[j] < vm.ram_mb:
+            continue
+        taken: list[tuple[int, int, int]] = []
+        for prof in _sorted_gis(vm):
+            k = next(
+                (
+                    k
+                    for k, g in enumerate(dc.pms[j].gpus)
+                    if g.gpu_class == prof.gpu_class
+                    and mem[(j, k)] >= prof.memory_slices
+                    and comp[(j, k)] >= prof.compute_slices
+                ),
+                None,
+            )
+            if k is None:
+                break
+            mem[(j, k)] -= prof.memory_slices
+            comp[(j, k)] -= prof.compute_slices
+            taken.append((k, prof.memory_slices, prof.compute_slices))
+        if len(taken) == len(vm.gis):
+            cpu[j] -= vm.cpu_m
+            ram[j] -= vm.ram_mb
+            return True
+        for k, m, c in taken:  # undo a partial assignment on this PM
+            mem[(j, k)] += m
+            comp[(j, k)] += c
+    return False
+
+
+def select_consolidation(
+    dc: DataCenter, gpu_class: str, weights: Weights, bounds: Bounds, locked: frozenset[int] = frozenset()
+) -> Neighborhood:
+    """Algorithm 1, ConsolidationCall(h)."""
+    members = [j for j in dc.class_pms.get(gpu_class, []) if dc.is_active(j) and j not in locked]
+    sources = sorted(members, key=lambda j: (dc.vm_count(j), j))
+    sources = [j for j in sources if source_worth_emptying(dc, j, weights)]
+    source_set = set(sources)
+    receivers = [j for j in members if j not in source_set]
+    if gpu_class != NO_GPU_CLASS:
+        receivers += [j for j in dc.class_pms.get(NO_GPU_CLASS, []) if dc.is_active(j) and j not in locked]
+    receivers.sort(key=lambda j: (-_free_memory_slices(dc, j), -dc.free_cpu_m(j), j))
+    b = _Builder(dc, bounds)
+    kept_sources: list[int] = []
+    for j in sources:
+        if len(kept_sources) >= max(1, bounds.pm_limit // 2):
+            break
+        if b.add(j):
+            kept_sources.append(j)
+    kept_receivers: list[int] = []
+    for j in receivers:
+        if b.full:
+            break
+        if b.add(j):
+            kept_receivers.append(j)
+    while kept_sources and not _can_empty(dc, kept_sources, kept_receivers):
+        kept_receivers.append(kept_sources.pop())
+    if not kept_sources:
+        return Neighborhood((), (), (), "consolidation", gpu_class)
+    return Neighborhood(tuple(b.pms), (), (), "consolidation", gpu_class)
+
+
+def select_random(
+    dc: DataCenter,
+    rng: random.Random,
+    bounds: Bounds,
+    queue: Sequence[str] = (),
+    gpu_class: str | None = None,
+    locked: frozenset[int] = frozenset(),
+) -> Neighborhood:
+    """The ablation's random neighborhoods: random active PMs within the bounds.
+
+    An admission call still starts from the first PM that fits the oldest pending VM (so that every
+    call reaches a decision for it), then adds random active PMs of the classes involved.
+    """
+    if queue:
+        nb = select_admission(dc, queue[:1], Bounds(1, bounds.n_max, bounds.bound, 1), locked)
+        if not nb.pending:
+            return nb
+        classes = {dc.pending[queue[0]].gpu_class}
+        kind = "admission"
+    else:
+        nb = Neighborhood((), (), (), "consolidation", gpu_class)
+        classes = {gpu_class or NO_GPU_CLASS}
+    b = _Builder(dc, bounds)
+    for j in nb.pms:
+        b.add(j, force=True, extra_vms=len(nb.pending))
+    pool = sorted(
+        j
+        for h in classes
+        for j in dc.class_pms.get(h, [])
+        if dc.is_active(j) and j not in locked and j not in b.chosen
+    )
+    rng.shuffle(pool)
+    for j in pool:
+        if b.full:
+            break
+        b.add(j)
+    return Neighborhood(tuple(b.pms), nb.pending, nb.rejected, kind if queue else "consolidation", gpu_class)

@@ -1,0 +1,171 @@
+"""OrigaMIG (paper §5): a greedy arrival rule, triggers, Algorithm 1 and restricted BILP calls.
+
+Rule: an arriving VM goes where first fit puts it (first PM in data-center order with the CPU/RAM,
+each GI largest first on the lowest GPU of its class where the default GI placement finds a start);
+otherwise it joins the pending queue Q. Every `check_interval_s` (10 s), if no call is running:
+an admission call when Q is non-empty, else a consolidation call for the first class whose gap
+Γ_h ≥ θ (O(1) counters). A call selects its neighborhood with Algorithm 1 (or at random), solves the
+restricted BILP, plans the migrations, and applies only a strictly better plan (`call.py`).
+Complexity: an arrival is one first-fit pass O(|M|·|K|); a check is O(#classes); a call is one pass
+over the PMs plus a bounded BILP. Ties: lowest PM, GPU and start, oldest pending VM first.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+import time
+from collections import Counter
+from typing import Any
+
+from origamig.bilp import Limits
+from origamig.datacenter import DataCenter, VmSpec
+from origamig.objective import Weights
+from origamig.policies.base import ArrivalDecision, Deferred, Placed, Rejection, Work, register
+from origamig.policies.first_fit import first_fit
+from origamig.policies.origamig.call import run_call
+from origamig.policies.origamig.neighborhood import (
+    Bounds,
+    Neighborhood,
+    select_admission,
+    select_consolidation,
+    select_random,
+)
+from origamig.policies.origamig.triggers import Triggers
+
+
+@register("origamig")
+class OrigaMIG:
+    """The OrigaMIG policy; every parameter of the paper's Table 11 is an option."""
+
+    name = "origamig"
+
+    def __init__(
+        self,
+        *,
+        weights: Weights | None = None,
+        solver: str = "highs",
+        time_limit_s: float = 10.0,
+        threads: int | None = None,
+        deterministic: bool = False,
+        work_limit: float | None = None,
+        m_max: int = 16,
+        n_max: int = 64,
+        bound: str = "pms",
+        theta: int = 1,
+        timer_s: float | None = None,
+        random_neighborhoods: bool = False,
+        seed: int = 0,
+        admission_calls: bool = True,
+        consolidation_calls: bool = True,
+        delta: float | None = None,
+        check_interval_s: float = 10.0,
+    ) -> None:
+        base = weights or Weights()
+        if delta is not None:
+            base = Weights(base.accept, base.pm, base.gpu, base.free_start, delta, base.free_start_by_profile)
+        self.weights = base
+        self.solver = solver
+        self.limits = Limits(
+            time_limit_s=time_limit_s, threads=threads, deterministic=deterministic, work_limit=work_limit
+        )
+        self.bounds = Bounds(m_max=m_max, n_max=n_max, bound=bound)
+        self.triggers = Triggers(theta=theta, timer_s=timer_s)
+        self.random = random.Random(seed) if random_neighborhoods else None
+        self.admission_calls = admission_calls
+        self.consolidation_calls = consolidation_calls
+        self.check_interval_s = check_interval_s
+        self._vm_class: dict[str, str] = {}
+        self._calls: Counter[str] = Counter()
+        self._wall: list[float] = []
+        self._phase: Counter[str] = Counter()
+        self._count: Counter[str] = Counter()
+        self._status: Counter[str] = Counter()
+
+    # --- arrivals and departures ----------------------------------------------------------------
+    def arrive(self, dc: DataCenter, vm: VmSpec, now: float, locked: frozenset[int]) -> ArrivalDecision:
+        self._vm_class[vm.id] = vm.gpu_class
+        fit = first_fit(dc, vm, locked)
+        if not isinstance(fit, Rejection):
+            return Placed(fit)
+        if self.admission_calls:
+            return Deferred(f"first fit failed ({fit.reason}); waits for an admission call")
+        return fit
+
+    def depart(self, dc: DataCenter, vm_id: str, now: float) -> None:
+        h = self._vm_class.pop(vm_id, None)
+        # A VM with GIs ran on a PM of its class; one without GIs may have run anywhere.
+        self.triggers.departed(None if h is None or not h or h == "none" else frozenset({h}))
+
+    # --- calls ------------------------------------------------------------------------------
+    def next_check(self, now: float) -> float | None:
+        if not (self.admission_calls or self.consolidation_calls):
+            return None
+        step = self.check_interval_s
+        return (math.floor(now / step + 1e-9) + 1) * step
+
+    def work(self, dc: DataCenter, now: float) -> Work | None:
+        t0 = time.perf_counter()
+        if dc.pending:
+            if not self.admission_calls:
+                return Work("admission", frozenset(), {}, rejected=tuple(dc.pending), applied=False)
+            queue = list(dc.pending)
+            if self.random is not None:
+                nb = select_random(dc, self.random, self.bounds, queue=queue)
+            else:
+                nb = select_admission(dc, queue, self.bounds)
+            return self._call(dc, nb, time.perf_counter() - t0)
+        if not self.consolidation_calls:
+            return None
+        for h in self.triggers.due(dc, now):
+            self.triggers.called(h, now)
+            if self.random is not None:
+                nb = select_random(dc, self.random, self.bounds, gpu_class=h)
+            else:
+                nb = select_consolidation(dc, h, self.weights, self.bounds)
+            if len(nb.pms) < 2:  # nothing to empty or nowhere to put it: the call changes nothing
+                self.triggers.unchanged(dc, h)
+                self._calls["consolidation_skipped"] += 1
+                continue
+            return self._call(dc, nb, time.perf_counter() - t0)
+        return None
+
+    def _call(self, dc: DataCenter, nb: Neighborhood, select_s: float) -> Work:
+        if not nb.pms:
+            return Work(nb.kind, frozenset(), {}, rejected=nb.rejected, applied=False, wall_s=select_s)
+        work = run_call(dc, nb, self.weights, self.solver, self.limits, select_s)
+        self._calls[nb.kind] += 1
+        self._wall.append(work.wall_s)
+        for key in ("select_s", "build_s", "compile_s", "solve_s", "decode_s", "plan_s"):
+            self._phase[key] += float(work.stats.get(key, 0.0))
+        self._status[str(work.stats.get("termination", "?"))] += 1
+        return work
+
+    def finished(self, dc: DataCenter, work: Work, now: float) -> None:
+        if work.kind == "consolidation" and not work.applied:
+            gpu_class = _class_of(work, dc)
+            if gpu_class is not None:
+                self.triggers.unchanged(dc, gpu_class)
+        self._count["admitted"] += len(work.admitted)
+        self._count["rejected"] += len(work.rejected)
+        if work.applied and work.plan is not None:
+            cost = work.plan.cost
+            self._count["migrations"] += cost.migrations_intra + cost.migrations_inter
+            self._count["parking"] += cost.parking_intra + cost.parking_inter
+            self._count["bytes"] += cost.bytes
+
+    def counters(self) -> dict[str, float]:
+        out: dict[str, Any] = {f"calls_{k}": v for k, v in self._calls.items()}
+        out["calls"] = sum(v for k, v in self._calls.items() if k != "consolidation_skipped")
+        out["median_call_s"] = statistics.median(self._wall) if self._wall else 0.0
+        out.update({f"time_{k}": v for k, v in self._phase.items()})
+        out.update({f"status_{k}": v for k, v in self._status.items()})
+        out.update(self._count)
+        return out
+
+
+def _class_of(work: Work, dc: DataCenter) -> str | None:
+    """The class a consolidation Work was for (recorded by the neighborhood in its stats)."""
+    h = work.stats.get("gpu_class")
+    return str(h) if h is not None else None

@@ -1,0 +1,585 @@
+"""Validation of a snapshot document: builds its records and collects every problem by JSON path.
+
+Used by `origamig.snapshot`; see that module for the format. Each check appends one line
+`<json path>: <problem with the value>`; nothing stops at the first problem, and a record whose
+fields are wrong is left out so that later checks do not repeat the same problem.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from origamig.catalog import DEFAULT_PM_MODEL, Catalog, GpuModel, Profile, gpu_model_from_dict
+from origamig.datacenter import GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
+from origamig.errors import CatalogError
+from origamig.objective import Weights
+
+SNAPSHOT_VERSION = 1
+WEIGHT_KEYS = ("accept", "pm", "gpu", "free_start", "migration")
+_MISSING: Any = object()  # a key that is absent (null is a value, and a wrong one)
+
+
+@dataclass(frozen=True)
+class SnapshotParts:
+    """What a valid document holds, as records."""
+
+    pms: tuple[PmSpec, ...]
+    vms: dict[str, VmSpec]
+    placement: dict[str, Placement]
+    weights: Weights
+    gpu_models: dict[str, GpuModel]
+
+
+def read_document(doc: Any, catalog: Catalog) -> tuple[SnapshotParts | None, list[str]]:
+    """Records of `doc` (None when it has problems) and the list of every problem found."""
+    reader = _Reader(catalog)
+    parts = reader.read(doc)
+    return (parts if not reader.problems else None), reader.problems
+
+
+def show(value: Any) -> str:
+    """A short JSON rendering of a value for error messages."""
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+class _Reader:
+    """Collects every problem of a document while building its records."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self.problems: list[str] = []
+        self.pm_ids: set[Any] = set()
+        self.broken_models: set[str] = set()  # inline models already reported as malformed
+        self.broken_profiles: set[str] = set()  # their profile names (not reported again as unknown)
+        self.present: dict[str, GpuModel] = {}  # GPU models on the PMs, in order of first appearance
+
+    # small typed accessors: each returns None (and records a problem) when the value is bad
+    def err(self, path: str, message: str) -> None:
+        self.problems.append(f"{path}: {message}")
+
+    def field(self, obj: dict, path: str, key: str, required: bool = True) -> Any:
+        if key not in obj:
+            if required:
+                self.err(f"{path}.{key}" if path else key, "missing")
+            return _MISSING
+        return obj[key]
+
+    def typed(self, value: Any, path: str, kind: type, what: str) -> Any:
+        if value is _MISSING:
+            return None
+        if (isinstance(value, bool) and kind is not bool) or not isinstance(value, kind):
+            self.err(path, f"expected {what}, got {show(value)} ({_kind(value)})")
+            return None
+        return value
+
+    def number(self, value: Any, path: str, positive: bool = False) -> float | None:
+        if value is _MISSING:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            self.err(path, f"expected a number, got {show(value)} ({_kind(value)})")
+            return None
+        if not math.isfinite(value):
+            self.err(path, f"{value} is not a finite number")
+            return None
+        if value < 0:
+            self.err(path, f"{show(value)} is negative")
+            return None
+        if positive and value == 0:
+            self.err(path, "0 must be positive")
+            return None
+        return float(value)
+
+    def index(self, value: Any, path: str) -> int | None:
+        if value is _MISSING:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.err(path, f"expected an integer, got {show(value)} ({_kind(value)})")
+            return None
+        if value < 0:
+            self.err(path, f"{value} is negative")
+            return None
+        return value
+
+    def ident(self, obj: dict, path: str, seen: dict[str, str]) -> str | None:
+        vid = self.typed(self.field(obj, path, "id"), f"{path}.id", str, "a string")
+        if vid is None:
+            return None
+        if not vid.strip():
+            self.err(f"{path}.id", "empty id")
+            return None
+        if vid in seen:
+            self.err(f"{path}.id", f"{show(vid)} is also the id of {seen[vid]}")
+            return None
+        seen[vid] = path
+        return vid
+
+    # --- the document ------------------------------------------------------------------------
+    def read(self, doc: Any) -> SnapshotParts | None:
+        if not isinstance(doc, dict):
+            self.err("snapshot", f"expected an object, got {_kind(doc)}")
+            return None
+        version = self.field(doc, "", "version")
+        if version is not _MISSING and (isinstance(version, bool) or version != SNAPSHOT_VERSION):
+            self.err("version", f"{show(version)} is not a supported version (supported: {SNAPSHOT_VERSION})")
+        models = self.read_models(doc.get("gpu_models", _MISSING))
+        pms_raw = self.list_field(doc, "pms")
+        vms_raw = self.list_field(doc, "vms")
+        catalog = self.catalog.with_gpus(models)
+        self.pm_ids = {
+            raw.get("id") for raw in pms_raw if isinstance(raw, dict) and isinstance(raw.get("id"), str)
+        }
+        read = [self.read_pm(raw, f"pms[{j}]", catalog) for j, raw in enumerate(pms_raw)]
+        shells = self.unique_pms([shell for _, shell in read])
+        pms = [spec if shell is not None else None for (spec, _), shell in zip(read, shells, strict=True)]
+        self.check_classes(shells)
+        valid_pms = [p for p in pms if p is not None]
+        present = list(self.present.values())
+        vms, placement = self.read_vms(vms_raw, shells, present, catalog)
+        weights = self.read_weights(doc.get("weights", _MISSING), present, catalog)
+        self.check_capacity(pms, vms, placement)
+        if self.problems or len(valid_pms) != len(pms) or weights is None:
+            return None
+        return SnapshotParts(tuple(valid_pms), vms, placement, weights, models)
+
+    def list_field(self, doc: dict, key: str) -> list:
+        return self.typed(self.field(doc, "", key), key, list, "a list") or []
+
+    def read_models(self, raw: Any) -> dict[str, GpuModel]:
+        if raw is _MISSING:
+            return {}
+        if self.typed(raw, "gpu_models", dict, "an object") is None:
+            return {}
+        out: dict[str, GpuModel] = {}
+        for name, table in raw.items():
+            path = f"gpu_models.{name}"
+            if not isinstance(table, dict):
+                self.err(path, f"expected an object, got {show(table)} ({_kind(table)})")
+                continue
+            table = dict(table)
+            if table.setdefault("name", name) != name:
+                self.err(f"{path}.name", f"{show(table['name'])} differs from its key {show(name)}")
+                continue
+            try:
+                out[name] = gpu_model_from_dict(table, path)
+            except CatalogError as exc:
+                self.problems.extend(exc.problems)
+                self.broken_models.add(name)
+                raw_profiles = table.get("profiles")
+                for prof in raw_profiles if isinstance(raw_profiles, list) else ():
+                    if isinstance(prof, dict) and isinstance(prof.get("name"), str):
+                        self.broken_profiles.add(prof["name"])
+        return out
+
+    def read_pm(self, raw: Any, path: str, catalog: Catalog) -> tuple[PmSpec | None, PmSpec | None]:
+        """The PM, and its shell (id and GPUs only) that placements are checked against even when
+        its other fields are wrong."""
+        if not isinstance(raw, dict):
+            self.err(path, f"expected an object, got {show(raw)} ({_kind(raw)})")
+            return None, None
+        pid = self.typed(self.field(raw, path, "id"), f"{path}.id", str, "a string")
+        if pid is not None and not pid.strip():
+            self.err(f"{path}.id", "empty id")
+            pid = None
+        cpu = self.number(self.field(raw, path, "cpu"), f"{path}.cpu", positive=True)
+        ram = self.number(self.field(raw, path, "ram_gb"), f"{path}.ram_gb", positive=True)
+        gpus = self.read_pm_gpus(raw, path, catalog)
+        for g in gpus or ():
+            self.present.setdefault(g.name, g)
+        weight = self.number(raw["weight"], f"{path}.weight") if "weight" in raw else 0.0
+        off = (
+            self.typed(raw["powered_off"], f"{path}.powered_off", bool, "true or false")
+            if "powered_off" in raw
+            else False
+        )
+        power = self.read_power_model(raw, path)
+        shell = (
+            PmSpec(id=pid, cpu_m=0, ram_mb=0, gpus=tuple(gpus))
+            if pid is not None and gpus is not None
+            else None
+        )
+        if None in (pid, cpu, ram, gpus, weight, off, power):
+            return None, shell
+        spec = PmSpec(
+            id=pid,
+            cpu_m=cores_to_m(cpu),
+            ram_mb=gb_to_mb(ram),
+            gpus=tuple(gpus),
+            power_model=power,
+            weight=float(raw["weight"]) if "weight" in raw else None,
+            powered_off=bool(off),
+        )
+        return spec, spec
+
+    def read_pm_gpus(self, raw: dict, path: str, catalog: Catalog) -> list[GpuModel] | None:
+        names = self.typed(self.field(raw, path, "gpus"), f"{path}.gpus", list, "a list of GPU model names")
+        if names is None:
+            return None
+        out: list[GpuModel] | None = []
+        for k, name in enumerate(names):
+            gpath = f"{path}.gpus[{k}]"
+            if self.typed(name, gpath, str, "a GPU model name") is None or name in self.broken_models:
+                out = None
+            elif name not in catalog.gpus:
+                self.err(gpath, f"unknown GPU model {show(name)} (known: {', '.join(sorted(catalog.gpus))})")
+                out = None
+            elif out is not None:
+                out.append(catalog.gpus[name])
+        return out
+
+    def read_power_model(self, raw: dict, path: str) -> str | None:
+        if "power_model" not in raw:
+            return DEFAULT_PM_MODEL
+        name = self.typed(raw["power_model"], f"{path}.power_model", str, "a PM model name")
+        if name is not None and name not in self.catalog.pms:
+            known = ", ".join(sorted(self.catalog.pms))
+            self.err(f"{path}.power_model", f"unknown PM model {show(name)} (known: {known})")
+            return None
+        return name
+
+    def unique_pms(self, pms: list[PmSpec | None]) -> list[PmSpec | None]:
+        seen: dict[str, int] = {}
+        out: list[PmSpec | None] = []
+        for j, pm in enumerate(pms):
+            if pm is not None and pm.id in seen:
+                self.err(f"pms[{j}].id", f"{show(pm.id)} is also the id of pms[{seen[pm.id]}]")
+                pm = None
+            elif pm is not None:
+                seen[pm.id] = j
+            out.append(pm)
+        return out
+
+    def check_classes(self, pms: list[PmSpec | None]) -> None:
+        slices: dict[str, tuple[int, str]] = {}
+        for j, pm in enumerate(pms):
+            for k, g in enumerate(pm.gpus if pm else ()):
+                first = slices.setdefault(g.gpu_class, (g.memory_slices, g.name))
+                if first[0] != g.memory_slices:
+                    self.err(
+                        f"pms[{j}].gpus[{k}]",
+                        f"{g.name} has {g.memory_slices} memory slices but class {g.gpu_class} "
+                        f"already has {first[1]} with {first[0]} (one class, one geometry)",
+                    )
+
+    # --- VMs -----------------------------------------------------------------------------------
+    def read_vms(
+        self, raws: list, pms: list[PmSpec | None], present: list[GpuModel], catalog: Catalog
+    ) -> tuple[dict[str, VmSpec], dict[str, Placement]]:
+        pm_index = {pm.id: j for j, pm in enumerate(pms) if pm is not None}
+        vms: dict[str, VmSpec] = {}
+        placement: dict[str, Placement] = {}
+        owners: dict[tuple[int, int, int], str] = {}  # (pm, gpu, slice) -> path of the GI holding it
+        seen: dict[str, str] = {}
+        for i, raw in enumerate(raws):
+            path = f"vms[{i}]"
+            if not isinstance(raw, dict):
+                self.err(path, f"expected an object, got {show(raw)} ({_kind(raw)})")
+                continue
+            vm, gis = self.read_vm(raw, path, seen, pms, pm_index, present, catalog)
+            if vm is not None:
+                vms[vm.id] = vm
+            if "placement" in raw and gis is not None:
+                pl = self.read_placement(raw["placement"], f"{path}.placement", gis, pms, pm_index, owners)
+                if pl is not None and vm is not None:
+                    placement[vm.id] = pl
+        return vms, placement
+
+    def read_vm(
+        self,
+        raw: dict,
+        path: str,
+        seen: dict[str, str],
+        pms: list[PmSpec | None],
+        pm_index: dict[str, int],
+        present: list[GpuModel],
+        catalog: Catalog,
+    ) -> tuple[VmSpec | None, list[Profile] | None]:
+        """The VM, and its resolved profiles (its placement is checked whenever these are known)."""
+        vid = self.ident(raw, path, seen)
+        cpu = self.number(self.field(raw, path, "cpu"), f"{path}.cpu")
+        ram = self.number(self.field(raw, path, "ram_gb"), f"{path}.ram_gb")
+        accept = self.number(raw["accept_weight"], f"{path}.accept_weight") if "accept_weight" in raw else 0.0
+        delta = (
+            self.number(raw["migration_penalty"], f"{path}.migration_penalty")
+            if "migration_penalty" in raw
+            else 0.0
+        )
+        hint = _placed_model(raw, pms, pm_index)
+        gis = self.read_vm_gis(raw, path, present, catalog, hint)
+        if None in (vid, cpu, ram, accept, delta, gis):
+            return None, gis
+        spec = VmSpec(
+            id=vid,
+            cpu_m=cores_to_m(cpu),
+            ram_mb=gb_to_mb(ram),
+            gis=tuple(gis),
+            accept_weight=float(raw["accept_weight"]) if "accept_weight" in raw else None,
+            migration_penalty=float(raw["migration_penalty"]) if "migration_penalty" in raw else None,
+        )
+        return spec, gis
+
+    def read_vm_gis(
+        self, raw: dict, path: str, present: list[GpuModel], catalog: Catalog, hint: GpuModel | None
+    ) -> list[Profile] | None:
+        names = self.typed(self.field(raw, path, "gis"), f"{path}.gis", list, "a list of GI profile names")
+        if names is None:
+            return None
+        ok = True
+        for n, name in enumerate(names):
+            ok = self.typed(name, f"{path}.gis[{n}]", str, "a GI profile name") is not None and ok
+        if "gpu_model" in raw:
+            return self.gis_of_named_model(raw["gpu_model"], names, path, catalog) if ok else None
+        if not ok or not names:
+            return [] if ok else None
+        pool = (
+            present
+            if any(m.has_profile(nm) for m in present for nm in names)
+            else list(catalog.gpus.values())
+        )
+        for n, name in enumerate(names):
+            if name in self.broken_profiles:
+                ok = False
+            elif not any(m.has_profile(name) for m in pool):
+                known = sorted({p.name for m in (present or pool) for p in m.profiles})
+                self.err(
+                    f"{path}.gis[{n}]", f"unknown GI profile {show(name)} (known here: {', '.join(known)})"
+                )
+                ok = False
+        if not ok:
+            return None
+        common = [m for m in pool if all(m.has_profile(nm) for nm in names)]
+        if not common:
+            self.err(
+                f"{path}.gis", f"{', '.join(names)} are not profiles of one GPU model (a VM's GIs share one)"
+            )
+            return None
+        classes: dict[str, GpuModel] = {}
+        for m in common:
+            classes.setdefault(m.gpu_class, m)
+        if len(classes) > 1 and hint is not None and hint in common:
+            return [hint.profile(nm) for nm in names]
+        if len(classes) > 1:
+            unique = list(dict.fromkeys(names))
+            shapes = "; ".join(
+                f"{m.name}: " + ", ".join(f"{nm} = {_slices(m.profile(nm).memory_slices)}" for nm in unique)
+                for m in classes.values()
+            )
+            self.err(
+                f"{path}.gis",
+                f'{", ".join(dict.fromkeys(names))} is ambiguous here ({shapes}); add "gpu_model" '
+                f"({' or '.join(show(m.name) for m in classes.values())}) to the VM",
+            )
+            return None
+        return [common[0].profile(nm) for nm in names]
+
+    def gis_of_named_model(
+        self, model_name: Any, names: list, path: str, catalog: Catalog
+    ) -> list[Profile] | None:
+        if self.typed(model_name, f"{path}.gpu_model", str, "a GPU model name") is None:
+            return None
+        model = catalog.gpus.get(model_name)
+        if model is None:
+            self.err(
+                f"{path}.gpu_model",
+                f"unknown GPU model {show(model_name)} (known: {', '.join(sorted(catalog.gpus))})",
+            )
+            return None
+        out: list[Profile] | None = []
+        for n, name in enumerate(names):
+            if not model.has_profile(name):
+                known = ", ".join(p.name for p in model.profiles)
+                self.err(
+                    f"{path}.gis[{n}]", f"{show(name)} is not a profile of {model.name} (profiles: {known})"
+                )
+                out = None
+            elif out is not None:
+                out.append(model.profile(name))
+        return out
+
+    def read_placement(
+        self,
+        raw: Any,
+        path: str,
+        gis: list[Profile],
+        pms: list[PmSpec | None],
+        pm_index: dict[str, int],
+        owners: dict[tuple[int, int, int], str],
+    ) -> Placement | None:
+        if self.typed(raw, path, dict, 'an object with "pm" and "gis"') is None:
+            return None
+        pm_id = self.field(raw, path, "pm")
+        slots_raw = self.field(raw, path, "gis")
+        j: int | None = None
+        if self.typed(pm_id, f"{path}.pm", str, "a PM id") is not None:
+            j = pm_index.get(pm_id)
+            if j is None and pm_id not in self.pm_ids:
+                self.err(f"{path}.pm", f"{show(pm_id)} is not the id of a PM in pms")
+        if self.typed(slots_raw, f"{path}.gis", list, "a list of {gpu, start}") is None:
+            return None
+        if len(slots_raw) != len(gis):
+            self.err(f"{path}.gis", f"{len(slots_raw)} placements for the VM's {len(gis)} GIs")
+            return None
+        slots: list[GiSlot] | None = []
+        for n, (prof, slot) in enumerate(zip(gis, slots_raw, strict=True)):
+            s = self.read_slot(
+                slot, f"{path}.gis[{n}]", prof, pm_id, pms[j] if j is not None else None, j, owners
+            )
+            if s is None or slots is None:
+                slots = None
+            else:
+                slots.append(s)
+        if j is None or slots is None:
+            return None
+        return Placement(j, tuple(slots))
+
+    def read_slot(
+        self,
+        raw: Any,
+        path: str,
+        prof: Profile,
+        pm_id: Any,
+        pm: PmSpec | None,
+        j: int | None,
+        owners: dict[tuple[int, int, int], str],
+    ) -> GiSlot | None:
+        if self.typed(raw, path, dict, 'an object {"gpu": .., "start": ..}') is None:
+            return None
+        gpu = self.index(self.field(raw, path, "gpu"), f"{path}.gpu")
+        start = self.index(self.field(raw, path, "start"), f"{path}.start")
+        if "pm" in raw and raw["pm"] != pm_id:
+            self.err(
+                f"{path}.pm",
+                f"{show(raw['pm'])} differs from the VM's PM {show(pm_id)} (a VM's GIs share one PM)",
+            )
+            return None
+        if pm is None or gpu is None or start is None:
+            return None
+        if gpu >= len(pm.gpus):
+            self.err(f"{path}.gpu", f"{gpu} is not a GPU of {pm.id} (it has {len(pm.gpus)})")
+            return None
+        model = pm.gpus[gpu]
+        if model.gpu_class != prof.gpu_class or not model.has_profile(prof.name):
+            self.err(
+                f"{path}.gpu",
+                f"GPU {gpu} of {pm.id} is an {model.name} (class {model.gpu_class}); "
+                f"{prof.name} of {prof.gpu_model} needs class {prof.gpu_class}",
+            )
+            return None
+        starts = model.profile(prof.name).starts
+        if start not in starts:
+            allowed = ", ".join(map(str, starts))
+            self.err(
+                f"{path}.start",
+                f"{start} is not a permitted start for {prof.name} on {model.name} (allowed: {allowed})",
+            )
+            return None
+        clash = next(
+            (owners[(j, gpu, u)] for u in range(start, start + prof.memory_slices) if (j, gpu, u) in owners),
+            None,
+        )
+        if clash is not None:
+            self.err(path, f"{prof.name} at start {start} on GPU {gpu} of {pm.id} overlaps {clash}")
+            return None
+        for u in range(start, start + prof.memory_slices):
+            owners[(j, gpu, u)] = f"{path} ({prof.name} at start {start})"
+        return GiSlot(gpu, start)
+
+    def check_capacity(
+        self, pms: list[PmSpec | None], vms: Mapping[str, VmSpec], placement: Mapping[str, Placement]
+    ) -> None:
+        hosted: dict[int, list[str]] = {}
+        for v, pl in placement.items():
+            hosted.setdefault(pl.pm, []).append(v)
+        for j, ids in sorted(hosted.items()):
+            pm = pms[j]
+            if pm is None:
+                continue
+            cpu = sum(vms[v].cpu_m for v in ids)
+            ram = sum(vms[v].ram_mb for v in ids)
+            names = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
+            if cpu > pm.cpu_m:
+                self.err(
+                    f"pms[{j}].cpu",
+                    f"{pm.cpu:g} cores, but the VMs placed on {pm.id} use {cpu / 1000:g} ({names})",
+                )
+            if ram > pm.ram_mb:
+                self.err(
+                    f"pms[{j}].ram_gb",
+                    f"{pm.ram_gb:g} GB, but the VMs placed on {pm.id} use {ram / 1000:g} ({names})",
+                )
+            if pm.powered_off:
+                self.err(f"pms[{j}].powered_off", f"true, but {pm.id} hosts {names}")
+
+    def read_weights(self, raw: Any, present: list[GpuModel], catalog: Catalog) -> Weights | None:
+        if raw is _MISSING:
+            return Weights()
+        if self.typed(raw, "weights", dict, "an object") is None:
+            return None
+        values: dict[str, float] = {}
+        by_profile: dict[str, float] = {}
+        ok = True
+        for key, value in raw.items():
+            path = f"weights.{key}"
+            if key not in WEIGHT_KEYS:
+                self.err(path, f"unknown weight (known: {', '.join(WEIGHT_KEYS)})")
+                ok = False
+            elif key == "free_start" and isinstance(value, dict):
+                names = {p.name for m in (present or catalog.gpus.values()) for p in m.profiles}
+                for name, w in value.items():
+                    number = self.number(w, f"{path}.{name}")
+                    if name not in names:
+                        self.err(
+                            f"{path}.{name}", f"unknown GI profile (known here: {', '.join(sorted(names))})"
+                        )
+                        ok = False
+                    elif number is None:
+                        ok = False
+                    else:
+                        by_profile[name] = number
+            else:
+                number = self.number(value, path)
+                ok = ok and number is not None
+                if number is not None:
+                    values[key] = number
+        if not ok:
+            return None
+        return Weights(**values, free_start_by_profile=by_profile)
+
+
+def _slices(n: int) -> str:
+    return f"{n} slice" if n == 1 else f"{n} slices"
+
+
+def _placed_model(raw: dict, pms: list[PmSpec | None], pm_index: dict[str, int]) -> GpuModel | None:
+    """The model of the GPU a running VM's first GI is placed on (used only to resolve ambiguity)."""
+    pl = raw.get("placement")
+    try:
+        j = pm_index[pl["pm"]]
+        k = pl["gis"][0]["gpu"]
+        pm = pms[j]
+        return pm.gpus[k] if pm is not None and isinstance(k, int) and 0 <= k < len(pm.gpus) else None
+    except (TypeError, KeyError, IndexError):
+        return None

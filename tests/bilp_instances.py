@@ -1,0 +1,76 @@
+"""Instances for the BILP tests: a private first-fit filler and random fragmented regions.
+
+First-fit here follows SPEC §3's arrival rule (first PM with CPU/RAM where every GI, largest first,
+gets the lowest-index GPU on which the default GI placement finds a start). It is a test fixture,
+not the FF policy.
+"""
+
+from __future__ import annotations
+
+import random
+
+from origamig.catalog import default_catalog
+from origamig.datacenter import MILLI, DataCenter, GiSlot, Placement, PmSpec, VmSpec
+from origamig.mig import geometry
+
+CATALOG = default_catalog()
+A100 = CATALOG.gpu("A100-40GB")
+A30 = CATALOG.gpu("A30-24GB")
+
+
+def first_fit(dc: DataCenter, vm: VmSpec) -> Placement | None:
+    """Where SPEC §3's first-fit rule puts `vm` now, or None."""
+    order = sorted(range(len(vm.gis)), key=lambda n: -vm.gis[n].memory_slices)
+    for j, pm in enumerate(dc.pms):
+        if not dc.fits_resources(vm, j):
+            continue
+        occ = {k: dc.occupancy(j, k) for k in range(len(pm.gpus))}
+        slots: dict[int, GiSlot] = {}
+        for n in order:
+            prof = vm.gis[n]
+            for k, model in enumerate(pm.gpus):
+                if model.gpu_class != prof.gpu_class or not model.has_profile(prof.name):
+                    continue
+                z = geometry(model).default_start(occ[k], model.profile(prof.name))
+                if z is not None:
+                    occ[k] |= prof.mask(z)
+                    slots[n] = GiSlot(k, z)
+                    break
+            else:
+                break
+        if len(slots) == len(vm.gis):
+            return Placement(j, tuple(slots[n] for n in range(len(vm.gis))))
+    return None
+
+
+def random_vm(rng: random.Random, vm_id: str, model=A100, max_gis: int = 2) -> VmSpec:
+    """SPEC §6 workload shape: 1–max_gis GIs of one model, profiles uniform, 4 cores and 16 GB per
+    compute slice."""
+    gis = tuple(rng.choice(model.profiles) for _ in range(rng.randint(1, max_gis)))
+    compute = sum(p.compute_slices for p in gis)
+    return VmSpec(vm_id, 4 * compute * MILLI, 16 * compute * MILLI, gis)
+
+
+def fragmented(
+    rng: random.Random,
+    n_pms: int,
+    n_vms: int,
+    n_pending: int,
+    models=(A100, A100),
+    cpu: int = 80,
+    ram_gb: int = 512,
+) -> DataCenter:
+    """FF-filled data center, a random third of the placed VMs departed, then `n_pending` pending VMs."""
+    pms = [PmSpec(f"pm{j}", cpu * MILLI, ram_gb * MILLI, tuple(models)) for j in range(n_pms)]
+    dc = DataCenter(pms)
+    for n in range(n_vms):
+        vm = random_vm(rng, f"vm{n}", models[0])
+        pl = first_fit(dc, vm)
+        if pl is not None:
+            dc.place(vm, pl)
+    for v in sorted(dc.vms):
+        if rng.random() < 1 / 3:
+            dc.remove(v)
+    for n in range(n_pending):
+        dc.add_pending(random_vm(rng, f"p{n}", models[0]))
+    return dc

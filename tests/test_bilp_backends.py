@@ -1,0 +1,101 @@
+"""Backend conformance: HiGHS and CP-SAT agree, honor limits, and return checker-valid placements."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from bilp_instances import A30, A100, fragmented
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from origamig.bilp import Limits, available, backend_names, solve_region
+from origamig.bilp.backends.base import get_backend
+from origamig.check import check_placement
+from origamig.objective import Weights, evaluate
+
+BACKENDS = ("highs", "cpsat")  # every registered backend must be listed here
+EXACT = Limits(time_limit_s=60, threads=1)
+
+
+def test_every_registered_backend_is_under_test() -> None:
+    assert set(backend_names()) == set(BACKENDS)
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_backend_available_here(name: str) -> None:
+    assert available()[name] is None
+
+
+def test_unknown_backend_names_the_choices() -> None:
+    with pytest.raises(ValueError, match="highs"):
+        get_backend("gurobi")
+
+
+def _region_value(dc, sol, w: Weights) -> float:
+    """Eq. (5) of the solution over the whole (tiny) data center: every PM is in the region."""
+    everything = {**dc.vms, **dc.pending}
+    return evaluate(dc.pms, everything, sol.target, dc.placement, w).value
+
+
+def _assert_valid(dc, sol) -> None:
+    everything = {**dc.vms, **dc.pending}
+    combined = {v: pl for v, pl in dc.placement.items() if v not in sol.target}
+    combined.update(sol.target)
+    assert check_placement(dc.pms, everything, combined) == []
+    assert set(sol.admitted) | set(sol.rejected) == set(dc.pending)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    seed=st.integers(0, 10**6),
+    n_pms=st.integers(1, 3),
+    n_vms=st.integers(1, 8),
+    pending=st.integers(0, 3),
+    a30=st.booleans(),
+    migration=st.sampled_from([0.0, 10.0, 35.0]),
+)
+def test_highs_and_cpsat_reach_the_same_optimum(seed, n_pms, n_vms, pending, a30, migration) -> None:
+    dc = fragmented(
+        random.Random(seed), n_pms, n_vms, pending, models=(A30,) if a30 else (A100,), cpu=32, ram_gb=128
+    )
+    w = Weights(migration=migration)
+    pend = list(dc.pending)
+    out = {name: solve_region(dc, range(n_pms), pend, w, solver=name, limits=EXACT) for name in BACKENDS}
+    for sol in out.values():
+        assert sol.result.proved_optimal
+        _assert_valid(dc, sol)
+        assert np.isclose(_region_value(dc, sol, w), sol.result.objective)
+    assert np.isclose(out["highs"].result.objective, out["cpsat"].result.objective)
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_time_limited_solve_keeps_the_best_incumbent(name: str) -> None:
+    dc = fragmented(random.Random(11), 16, 90, 8)
+    w = Weights()
+    start = evaluate(dc.pms, dc.vms, dc.placement, dc.placement, w).value
+    limits = Limits(time_limit_s=0.3, threads=1)
+    sol = solve_region(dc, range(16), list(dc.pending), w, solver=name, limits=limits)
+    res = sol.result
+    _assert_valid(dc, sol)
+    assert res.objective >= start
+    assert np.isclose(_region_value(dc, sol, w), res.objective)
+    assert res.gap is not None and res.bound is not None and res.bound >= res.objective - 1e-6
+    assert res.wall_s <= limits.time_limit_s + 1.0
+    assert res.proved_optimal == (res.gap == 0.0 and res.termination == "optimal")
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_deterministic_mode_repeats_exactly(name: str) -> None:
+    dc = fragmented(random.Random(5), 8, 40, 5)
+    limits = Limits(time_limit_s=None, deterministic=True, work_limit=0.5 if name == "cpsat" else 1)
+    runs = [
+        solve_region(dc, range(8), list(dc.pending), Weights(), solver=name, limits=limits) for _ in range(2)
+    ]
+    assert runs[0].target == runs[1].target
+    assert runs[0].result.objective == runs[1].result.objective
+    assert runs[0].result.bound == runs[1].result.bound
+    assert runs[0].work == runs[1].work
+    if name == "cpsat":  # (HiGHS's node budget does not bind here: it proves the optimum at the root)
+        assert runs[0].result.termination == "work_limit"

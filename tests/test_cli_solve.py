@@ -1,0 +1,244 @@
+"""`origamig solve` end to end: both solvers agree, the answer passes the checker and the replay,
+re-solving its own `--out` changes nothing, JSON matches the shipped schema, errors exit 2."""
+
+from __future__ import annotations
+
+import functools
+import json
+import shutil
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+import jsonschema
+import pytest
+from cli_helpers import run_main
+from referencing import Registry, Resource
+from typer.testing import CliRunner
+
+from origamig.check import check_placement
+from origamig.cli.app import app
+from origamig.datacenter import GiSlot, Placement
+from origamig.replay import replay_plan
+from origamig.snapshot import Snapshot, load_snapshot, schema_path
+
+EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.json"))
+FAST = ["--time-limit", "5", "--threads", "1"]
+runner = CliRunner()
+
+
+def solve_json(path: Path, *args: str) -> dict:
+    result = runner.invoke(app, ["solve", str(path), "--json", *FAST, *args])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+@functools.cache
+def _validator() -> jsonschema.Draft202012Validator:
+    schemas = {n: json.loads(schema_path(n).read_text()) for n in ("solve", "plan")}
+    registry = Registry().with_resources(
+        [(s["$id"], Resource.from_contents(s)) for s in schemas.values()]
+        + [("plan.schema.json", Resource.from_contents(schemas["plan"]))]
+    )
+    return jsonschema.Draft202012Validator(schemas["solve"], registry=registry)
+
+
+@functools.cache
+def solved(name: str, solver: str) -> dict:
+    return solve_json(
+        next(p for p in EXAMPLES if p.stem == name), "--solver", solver, "--neighborhood", "all"
+    )
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_highs_and_cpsat_agree_on_the_optimum(path: Path) -> None:
+    highs, cpsat = solved(path.stem, "highs"), solved(path.stem, "cpsat")
+    assert highs["solver"]["proved_optimal"] and cpsat["solver"]["proved_optimal"]
+    assert highs["solver"]["objective"] == pytest.approx(cpsat["solver"]["objective"])
+    assert highs["objective"]["proposed"] == pytest.approx(cpsat["objective"]["proposed"])
+    assert highs["status"] == cpsat["status"] == "improved"
+    assert highs["objective"]["after"] > highs["objective"]["before"]
+
+
+def placement_of(doc: dict, snap: Snapshot) -> dict[str, Placement]:
+    """The `"placement"` object of a solve document as records."""
+    index = {pm.id: j for j, pm in enumerate(snap.pms)}
+    return {
+        v: Placement(index[pl["pm"]], tuple(GiSlot(s["gpu"], s["start"]) for s in pl["gis"]))
+        for v, pl in doc["placement"].items()
+    }
+
+
+@pytest.mark.parametrize("solver", ["highs", "cpsat"])
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_answer_passes_the_checker_and_the_replay(path: Path, solver: str) -> None:
+    doc = solved(path.stem, solver)
+    _validator().validate(doc)
+    snap = load_snapshot(path)
+    final = placement_of(doc, snap)
+    powered = [replace(pm, powered_off=False) for pm in snap.pms]  # a PM the plan uses is switched on
+    assert check_placement(powered, snap.vms, final) == []
+    assert set(doc["admitted"]) == {v for v in snap.pending if v in final}
+    assert set(doc["admitted"]) | set(doc["rejected"]) == set(snap.pending)
+    assert all(
+        final[v] == pl for v, pl in snap.placement.items() if v not in {s.get("vm") for s in doc["plan"]}
+    )
+    running = {v: snap.vms[v] for v in snap.placement}
+    pending = {v: snap.vms[v] for v in snap.pending}
+    result = replay_plan(snap.pms, running, snap.placement, pending, doc["plan"], target=final)
+    assert result.ok, result.reason
+    assert dict(result.final_placement) == final
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_solving_its_own_out_changes_nothing(path: Path, tmp_path: Path) -> None:
+    out = tmp_path / "next.json"
+    first = solve_json(path, "--neighborhood", "all", "--out", str(out))
+    assert first["status"] == "improved"
+    written = load_snapshot(out)
+    assert check_placement(written.pms, written.vms, written.placement) == []
+    jsonschema.validate(json.loads(out.read_text()), json.loads(schema_path("snapshot").read_text()))
+    second = solve_json(out, "--neighborhood", "all", "--out", str(tmp_path / "again.json"))
+    assert second["status"] == "unchanged" and second["plan"] == []
+    assert second["objective"]["after"] == second["objective"]["before"]
+    assert json.loads((tmp_path / "again.json").read_text()) == json.loads(out.read_text())
+
+
+def test_fig1c_parks_the_3g_vm_on_the_powered_off_pm_and_switches_it_off_again(tmp_path: Path) -> None:
+    # Paper Fig. 1(c): moving 3g.20gb 0→4 and the 1g.5gb 4,5,6→0,1,2 block each other; the plan parks
+    # the 3g.20gb VM on pm1 (inter-PM parking: 2δ = 20), admits the fourth 1g.5gb, and powers pm1 off.
+    path = next(p for p in EXAMPLES if p.stem == "fig1c-compaction")
+    out = tmp_path / "o.json"
+    doc = solve_json(path, "--neighborhood", "all", "--out", str(out))
+    ops = [(s["op"], s.get("pm"), bool(s.get("parking"))) for s in doc["plan"]]
+    assert ops[0] == ("power_on", "pm1", False) and ops[-1] == ("power_off", "pm1", False)
+    assert any(s["op"] == "migrate" and s["vm"] == "vmA" and s.get("parking") for s in doc["plan"])
+    assert doc["objective"]["parking_cost"] == 20
+    # Hand-derived: before 400 − 70 + 0 = 330; after 500 − 70 − 40 (4 VMs moved inside pm0) + 0 = 390.
+    assert (doc["objective"]["before"], doc["objective"]["after"]) == (330, 390)
+    assert doc["admitted"] == ["vmP"]
+    assert json.loads(out.read_text())["pms"][1]["powered_off"] is True
+
+
+def test_status_unchanged_keeps_the_input_state(tmp_path: Path) -> None:
+    # With a_i = 0 admitting vmP gains nothing and the needed move costs δ = 10: nothing is better.
+    path = next(p for p in EXAMPLES if p.stem == "fig1a-noncontiguous")
+    out = tmp_path / "o.json"
+    doc = solve_json(path, "--neighborhood", "all", "--accept", "0", "--out", str(out))
+    assert doc["status"] == "unchanged" and doc["plan"] == [] and doc["admitted"] == []
+    assert doc["rejected"] == ["vmP"]
+    assert load_snapshot(out).placement == load_snapshot(path).placement
+
+
+def test_text_output_reports_everything_the_issue_lists() -> None:
+    path = next(p for p in EXAMPLES if p.stem == "fragmented-a100")
+    result = runner.invoke(app, ["solve", str(path), *FAST])
+    assert result.exit_code == 0, result.output
+    for needle in (
+        "status: improved",
+        "admitted: vm5",
+        "active PMs",
+        "active GPUs",
+        "CF (every GPU)",
+        "objective (Eq. 5)",
+        "acceptance",
+        "consolidation",
+        "migration",
+        "free starts",
+        "solver: highs",
+        "bound",
+        "gap",
+        "migration plan",
+        "create_gi",
+        "start",
+    ):
+        assert needle in result.stdout, needle
+
+
+def test_auto_neighborhood_admits_the_pending_vm() -> None:
+    doc = solve_json(next(p for p in EXAMPLES if p.stem == "fragmented-a100"), "--neighborhood", "auto")
+    assert doc["status"] == "improved" and doc["admitted"] == ["vm5"]
+    assert doc["neighborhood"]["mode"] == "auto" and doc["neighborhood"]["pending"] == ["vm5"]
+
+
+def test_bad_input_exits_2_with_error_lines_and_writes_nothing(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(
+        json.dumps({"version": 1, "pms": [{"id": "pm0", "cpu": -1, "ram_gb": 1, "gpus": ["X"]}], "vms": []})
+    )
+    out = tmp_path / "out.json"
+    code, stdout, stderr = run_main(["solve", str(bad), "--out", str(out)])
+    assert code == 2 and not out.exists() and stdout == ""
+    assert stderr.splitlines() == [
+        "error: pms[0].cpu: -1 is negative",
+        'error: pms[0].gpus[0]: unknown GPU model "X" (known: A100-40GB, A100-80GB, A30-24GB, H100-80GB, '
+        "H100-94GB, H200-141GB)",
+    ]
+    code, _, stderr = run_main(["solve", str(EXAMPLES[0]), "--neighborhood", "pm0,pmX"])
+    assert code == 2 and stderr.startswith("error: --neighborhood: 'pmX' is not a PM id")
+    code, _, stderr = run_main(["solve", str(EXAMPLES[0]), "--migration", "-1"])
+    assert (code, stderr) == (2, "error: --migration: -1 is negative\n")
+    code, _, stderr = run_main(["solve", str(EXAMPLES[0]), "--solver", "gurobi"])
+    assert code == 2 and "gurobi" in stderr
+
+
+def test_installed_console_script_runs_solve(tmp_path: Path) -> None:
+    exe = shutil.which("origamig")
+    if exe is None:
+        pytest.skip("the origamig console script is not installed (pip install -e .)")
+    path = next(p for p in EXAMPLES if p.stem == "fig1b-start-slice")
+    proc = subprocess.run(
+        [
+            exe,
+            "solve",
+            str(path),
+            "--json",
+            "--neighborhood",
+            "all",
+            *FAST,
+            "--out",
+            str(tmp_path / "o.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)  # stdout is pure JSON: solver banners go to stderr
+    assert doc["status"] == "improved" and doc["admitted"] == ["vmP"]
+    # Hand-derived (Fig. 1(b)): vmC 1g.10gb moves 6 → 2 (δ = 10), vmP 3g.20gb starts at 4.
+    assert doc["placement"]["vmC"] == {"pm": "pm0", "gis": [{"gpu": 0, "start": 2}]}
+    assert doc["placement"]["vmP"] == {"pm": "pm0", "gis": [{"gpu": 0, "start": 4}]}
+
+
+def test_plan_infeasible_when_the_blocked_cycle_has_nowhere_to_park(tmp_path: Path) -> None:
+    # Fig. 1(c) without pm1: the solver's compaction (+100 − 4·δ) needs the 3g.20gb VM parked, and
+    # the only GPU is full, so no always-valid order exists: nothing runs, the state stays.
+    d = json.loads(next(p for p in EXAMPLES if p.stem == "fig1c-compaction").read_text())
+    d["pms"] = d["pms"][:1]
+    src, out = tmp_path / "one-gpu.json", tmp_path / "out.json"
+    src.write_text(json.dumps(d))
+    doc = solve_json(src, "--neighborhood", "all", "--out", str(out))
+    assert doc["status"] == "plan_infeasible" and "no parking place" in doc["plan_infeasible_reason"]
+    assert doc["plan"] == [] and doc["admitted"] == [] and doc["rejected"] == ["vmP"]
+    assert (doc["objective"]["before"], doc["objective"]["proposed"], doc["objective"]["after"]) == (
+        330,
+        390,
+        330,
+    )
+    assert json.loads(out.read_text()) == d
+
+
+def test_solve_snapshot_does_not_mutate_the_snapshot() -> None:
+    from origamig.bilp import Limits
+    from origamig.snapshot_solve import solve_snapshot
+
+    path = next(p for p in EXAMPLES if p.stem == "mixed-a100-a30")
+    snap = load_snapshot(path)
+    before = (dict(snap.placement), json.dumps(snap.document, sort_keys=True), dict(snap.vms))
+    outcome = solve_snapshot(
+        snap, solver="highs", limits=Limits(time_limit_s=5, threads=1), neighborhood="all"
+    )
+    assert outcome.status == "improved"
+    assert (dict(snap.placement), json.dumps(snap.document, sort_keys=True), dict(snap.vms)) == before
