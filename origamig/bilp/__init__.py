@@ -51,6 +51,12 @@ class RegionSolution:
     timings: dict[str, float]  # build_s, compile_s, solve_s, decode_s
     work: float  # deterministic work units spent (see the backend)
     size: dict[str, int]  # columns, rows, nonzeros
+    modeled_s: float = 0.0  # load-independent duration: work × the backend's seconds per unit + build
+
+
+# Build + compile cost per nonzero of the compiled model, measured on 16-PM neighborhoods
+# (about 0.13 s for 42k nonzeros on one idle core; benchmarks/solvers.py).
+BUILD_SECONDS_PER_NONZERO = 3e-6
 
 
 def solve_region(
@@ -81,4 +87,7 @@ def solve_region(
     admitted = tuple(v for v in region.pending if v in target)
     rejected = tuple(v for v in region.pending if v not in target)
     timings = {"build_s": t1 - t0, "compile_s": t2 - t1, "solve_s": t3 - t2, "decode_s": t4 - t3}
-    return RegionSolution(target, admitted, rejected, result, timings, result.work, compiled.size)
+    modeled = (
+        result.work * backend.seconds_per_work + compiled.size.get("nonzeros", 0) * BUILD_SECONDS_PER_NONZERO
+    )
+    return RegionSolution(target, admitted, rejected, result, timings, result.work, compiled.size, modeled)

@@ -92,6 +92,7 @@ class Backend(Protocol):
 
     name: str
     features: frozenset[str]
+    seconds_per_work: float  # wall seconds per unit of `SolveResult.work` on one idle core
 
     @classmethod
     def available(cls) -> str | None: ...

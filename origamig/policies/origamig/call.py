@@ -108,7 +108,7 @@ def run_call(
         rejected=rejected,
         plan=plan if applied else None,
         wall_s=wall,
-        modeled_s=sol.work,
+        modeled_s=sol.modeled_s,
         applied=applied,
         stats=stats,
     )
