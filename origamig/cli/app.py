@@ -24,7 +24,15 @@ def _root() -> None:
 
 
 # One module per command; each defines `register(app: typer.Typer) -> None`.
-COMMAND_MODULES: tuple[str, ...] = ("configs", "check", "importer", "solve", "check_plan")
+COMMAND_MODULES: tuple[str, ...] = (
+    "configs",
+    "check",
+    "importer",
+    "simulate",
+    "report",
+    "solve",
+    "check_plan",
+)
 
 for _name in COMMAND_MODULES:
     importlib.import_module(f"origamig.cli.{_name}").register(app)

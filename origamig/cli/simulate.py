@@ -1,0 +1,220 @@
+"""`origamig simulate`: run policies × loads × seeds through the simulator; table and JSON results."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from origamig.errors import UserError
+from origamig.sim.results import document
+from origamig.sim.runner import RunSpec, run_all
+from origamig.sim.scenario import VARIANTS, SimConfig, validate
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str, option: str) -> float:
+    """'48h', '30m', '2d', '90s' or plain seconds → seconds."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d*)?)\s*([smhd]?)\s*", text)
+    if not m:
+        raise UserError(f"{option}: {text!r} is not a duration (e.g. 48h, 30m, 2d, 3600)")
+    return float(m.group(1)) * _UNITS[m.group(2) or "s"]
+
+
+def parse_seeds(text: str) -> list[int]:
+    """'1..5', '1,3,7' or '4' → seeds."""
+    seeds: list[int] = []
+    for part in text.split(","):
+        m = re.fullmatch(r"\s*(\d+)\s*(?:\.\.\s*(\d+)\s*)?", part)
+        if not m or (m.group(2) and int(m.group(2)) < int(m.group(1))):
+            raise UserError(f"--seeds: {text!r} is not a seed list (e.g. 1..5 or 1,2,3)")
+        lo = int(m.group(1))
+        seeds.extend(range(lo, int(m.group(2) or lo) + 1))
+    return list(dict.fromkeys(seeds))
+
+
+def split_list(values: list[str]) -> list[str]:
+    return [v.strip() for item in values for v in item.split(",") if v.strip()]
+
+
+def parse_loads(values: list[str]) -> list[float]:
+    loads = []
+    for v in split_list(values):
+        try:
+            loads.append(float(v))
+        except ValueError:
+            raise UserError(f"--load: {v!r} is not a number") from None
+    return loads
+
+
+def format_stat(stats: dict[str, Any], scale: float = 1.0, digits: int = 1) -> str:
+    """`mean±ci` (just the mean for one seed, `–` when undefined)."""
+    if stats["mean"] is None:
+        return "–"
+    text = f"{stats['mean'] * scale:.{digits}f}"
+    return text + (f"±{stats['ci95'] * scale:.{digits}f}" if stats["n"] > 1 else "")
+
+
+# (column, metric, scale, digits)
+COLUMNS: tuple[tuple[str, str, float, int], ...] = (
+    ("accept %", "acceptance", 100, 1),
+    ("active PMs", "active_pms", 1, 1),
+    ("active GPUs", "active_gpus", 1, 1),
+    ("packing %", "packing_density", 100, 1),
+    ("energy MWh", "energy_mwh", 1, 2),
+    ("kWh/GPU-h", "energy_kwh_per_gpu_hour", 1, 3),
+    ("switch/h", "switch_ons_per_hour", 1, 1),
+    ("migr/h", "migrations_per_hour", 1, 1),
+    ("wait s", "mean_wait_s", 1, 1),
+    ("calls/h", "calls_per_hour", 1, 1),
+    ("call s", "median_call_s", 1, 2),
+)
+
+
+def summary_table(doc: dict[str, Any]) -> Table:
+    """Metrics as rows, one column per (variant, load, policy): narrow enough for a terminal."""
+    rows = doc["summary"]
+    variants = sorted({r["variant"] for r in rows})
+    title = "mean±95% CI over seeds" + (f", variant {variants[0]}" if len(variants) == 1 else "")
+    table = Table(title=f"Simulation results ({title})")
+    table.add_column("metric")
+    for r in rows:
+        head = f"{r['policy']}\nρ={r['load']:g}, {len(r['seeds'])} seeds"
+        table.add_column(head + (f"\n{r['variant']}" if len(variants) > 1 else ""), justify="right")
+    for label, metric, scale, digits in COLUMNS:
+        table.add_row(label, *(format_stat(r["metrics"][metric], scale, digits) for r in rows))
+    return table
+
+
+def simulate(
+    policy: Annotated[
+        list[str], typer.Option("--policy", help="ff, mfi, tc, origamig (repeat or comma-separate).")
+    ],
+    load: Annotated[
+        list[str] | None, typer.Option("--load", help="Offered load ρ (repeat or comma-separate; 0.85).")
+    ] = None,
+    seeds: Annotated[str, typer.Option("--seeds", help="Seeds: 1..5 or 1,2,3.")] = "1..5",
+    pms: Annotated[
+        int, typer.Option("--pms", help="Number of PMs (3/4 with 2x A100, 1/4 with 2x A30).")
+    ] = 128,
+    variant: Annotated[
+        str, typer.Option("--variant", help=f"Table 9 variant: {', '.join(VARIANTS)}.")
+    ] = "default",
+    warmup: Annotated[
+        str, typer.Option("--warmup", help="Warm-up before measuring (48h, 30m, 3600).")
+    ] = "48h",
+    measure: Annotated[str, typer.Option("--measure", help="Measured window.")] = "72h",
+    solver: Annotated[str, typer.Option("--solver", help="BILP backend: highs or cpsat.")] = "highs",
+    deterministic: Annotated[
+        bool,
+        typer.Option("--deterministic", help="Single-thread solver with a work limit; call time modeled."),
+    ] = False,
+    workers: Annotated[int, typer.Option("--workers", help="Parallel worker processes.")] = 1,
+    scheduler: Annotated[
+        str | None, typer.Option("--scheduler", help="Dask scheduler address tcp://HOST:PORT.")
+    ] = None,
+    requests: Annotated[
+        Path | None, typer.Option("--requests", help="Replay requests from a CSV/JSON file instead.")
+    ] = None,
+    trace_dir: Annotated[
+        str | None,
+        typer.Option("--trace-dir", help="Folder of the Alibaba 2023 GPU trace (variant alibaba)."),
+    ] = None,
+    baseline: Annotated[str | None, typer.Option("--baseline", help="Policy for paired differences.")] = None,
+    debug_check: Annotated[
+        bool, typer.Option("--debug-check", help="Check every state with origamig.check (slow).")
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the results JSON instead of a table.")
+    ] = False,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the results JSON to this file.")] = None,
+) -> None:
+    """Simulate placement policies on the paper's workload (SPEC §6) and report its metrics."""
+    policies = split_list(policy)
+    configs = [
+        SimConfig(
+            load=rho,
+            pms=pms,
+            variant=variant,
+            warmup_s=parse_duration(warmup, "--warmup"),
+            measure_s=parse_duration(measure, "--measure"),
+            deterministic=deterministic,
+            solver=solver,
+            requests_file=str(requests) if requests else None,
+            trace_dir=trace_dir,
+            debug_check=debug_check,
+        )
+        for rho in parse_loads(load or ["0.85"])
+    ]
+    problems = []
+    if solver not in ("highs", "cpsat"):
+        problems.append(f"--solver: {solver!r} is not one of highs, cpsat")
+    if workers < 1:
+        problems.append(f"--workers: {workers} must be at least 1")
+    if not policies:
+        problems.append("--policy: give at least one policy")
+    if problems:
+        raise UserError(problems)
+    for cfg in configs:
+        validate(cfg)
+    specs = [RunSpec(cfg, p, s) for cfg in configs for p in policies for s in parse_seeds(seeds)]
+    results = _run_with_progress(specs, workers, scheduler, quiet=as_json)
+    doc = document(results, baseline)
+    if out:
+        out.write_text(json.dumps(doc, indent=1))
+    if as_json:
+        typer.echo(json.dumps(doc, indent=1))
+    else:
+        console = Console()
+        console.print(summary_table(doc))
+        if out:
+            console.print(f"results written to {out}")
+
+
+def _run_with_progress(specs: list[RunSpec], workers: int, scheduler: str | None, quiet: bool) -> list[Any]:
+    """Run the specs under a rich progress bar (on stderr): simulated hours, events/s, calls."""
+    total_h = sum(s.config.horizon_s for s in specs) / 3600
+    console = Console(stderr=True)
+    columns = (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed:,.0f}/{task.total:,.0f} sim h"),
+        TextColumn("{task.fields[rate]:,.0f} events/s"),
+        TextColumn("{task.fields[calls]:,} calls"),
+        TimeElapsedColumn(),
+    )
+    started = time.perf_counter()
+    state = {"events": 0, "calls": 0, "done_h": 0.0}
+    with Progress(*columns, console=console, disable=quiet or not sys.stderr.isatty()) as bar:
+        task = bar.add_task(f"{len(specs)} runs", total=total_h, rate=0.0, calls=0)
+
+        def live(i: int):
+            def update(sim_s: float, events: int, calls: int) -> None:
+                rate = (state["events"] + events) / max(time.perf_counter() - started, 1e-9)
+                bar.update(
+                    task, completed=state["done_h"] + sim_s / 3600, rate=rate, calls=state["calls"] + calls
+                )
+
+            return update
+
+        def done(i: int, result: Any) -> None:
+            state["events"] += result.events
+            state["calls"] += result.calls
+            state["done_h"] += specs[i].config.horizon_s / 3600
+            rate = state["events"] / max(time.perf_counter() - started, 1e-9)
+            bar.update(task, completed=state["done_h"], rate=rate, calls=state["calls"])
+
+        return run_all(specs, workers=workers, scheduler=scheduler, progress=live, done=done)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("simulate")(simulate)

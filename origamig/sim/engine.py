@@ -1,0 +1,253 @@
+"""The event loop: drives any policy through its Protocol (`policies/base.py`) over a request stream.
+
+Handlers, one per event kind (same-time order in `events.py`):
+- arrival: `policy.arrive(dc, vm, now, locked)` → `Placed` (placed now, departure scheduled at
+  now + lifetime), `Deferred` (joins `dc.pending`), or `Rejection`.
+- departure: `dc.remove`, then `policy.depart`.
+- check: `policy.work(dc, now)`; a `Work` is a call that runs for its wall time (or modeled time
+  in deterministic mode). While it runs its PMs are `locked` and no other check is made.
+- call end: rejects `Work.rejected`, applies `Work.target` (minus VMs that departed meanwhile)
+  if `Work.applied`, schedules the admitted VMs' departures, then `policy.finished`.
+After every event with no call running and no check scheduled, the loop asks `policy.next_check`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from origamig.check import check, check_counters
+from origamig.datacenter import DataCenter, PmSpec
+from origamig.policies.base import Deferred, Placed, Policy, Work
+from origamig.sim.energy import PowerModel
+from origamig.sim.events import ARRIVAL, CALL_END, CHECK, DEPARTURE, EventQueue
+from origamig.sim.metrics import Recorder
+from origamig.sim.workload import Request
+
+PROGRESS_EVERY = 4096  # events between two progress callbacks
+
+Progress = Callable[[float, int, int], None]  # (simulated seconds, events, calls)
+Sampler = Callable[[float, DataCenter], None]  # (sample time, the state just before events at that time)
+
+
+class SimulationError(RuntimeError):
+    """A policy broke the Protocol (placed on a locked PM, produced an invalid state, ...)."""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """The outcome of one run: metrics by SPEC name, policy counters, and run statistics."""
+
+    policy: str
+    seed: int
+    metrics: dict[str, float | None]
+    counters: dict[str, float] = field(default_factory=dict)
+    events: int = 0
+    requests: int = 0
+    calls: int = 0
+    wall_s: float = 0.0
+    call_stats_s: dict[str, float] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+
+
+class Simulation:
+    """One run of one policy over one request stream."""
+
+    def __init__(
+        self,
+        pms: Sequence[PmSpec],
+        requests: Sequence[Request],
+        policy: Policy,
+        warmup_s: float,
+        measure_s: float,
+        deterministic: bool = False,
+        debug_check: bool = False,
+        power: PowerModel | None = None,
+        samples: Sequence[float] = (),
+        on_sample: Sampler | None = None,
+    ) -> None:
+        """`on_sample(t, dc)` is called once per time in `samples` (≤ the end), after every event
+        before t and before any event at or after t; it must not change `dc`."""
+        self.dc = DataCenter(pms)
+        self.samples = sorted(s for s in samples if s <= warmup_s + measure_s) if on_sample else []
+        self.on_sample = on_sample
+        self.requests = sorted(requests, key=lambda r: r.arrival_s)
+        self.policy = policy
+        self.end = warmup_s + measure_s
+        self.deterministic = deterministic
+        self.debug_check = debug_check
+        self.rec = Recorder(self.dc, power or PowerModel(pms), warmup_s, measure_s)
+        self.queue = EventQueue()
+        self.locked: frozenset[int] = frozenset()
+        self.call: Work | None = None
+        self.check_due = False
+        self.idle_check_t = -1.0  # time of the last check that returned no work (loop guard)
+        self.pending: dict[str, tuple[Request, float]] = {}  # deferred VM id → (request, arrival)
+        self.events = 0
+        self.calls = 0
+        self.call_stats: dict[str, float] = {}
+
+    def run(self, progress: Progress | None = None) -> RunResult:
+        started = time.perf_counter()
+        reqs, queue, rec, policy, end = self.requests, self.queue, self.rec, self.policy, self.end
+        push, pop = queue.push, queue.pop
+        if reqs:
+            push(reqs[0].arrival_s, ARRIVAL, 0)
+        self._ask(0.0)
+        samples, next_sample = self.samples, 0
+        while queue:
+            t, kind, _, payload = pop()
+            if t > end:
+                break
+            while next_sample < len(samples) and samples[next_sample] <= t:
+                self.on_sample(samples[next_sample], self.dc)  # type: ignore[misc]
+                next_sample += 1
+            rec.advance(t)
+            if kind == ARRIVAL:
+                self._arrive(reqs[payload], t)
+                if payload + 1 < len(reqs):  # arrivals enter the heap one at a time
+                    push(reqs[payload + 1].arrival_s, ARRIVAL, payload + 1)
+            elif kind == DEPARTURE:
+                j = self.dc.remove(payload).pm
+                policy.depart(self.dc, payload, t)
+                rec.touch((j,))
+            elif kind == CHECK:
+                self.check_due = False
+                self._check(t)
+            else:
+                self._call_end(payload, t)
+            self.events += 1
+            if self.debug_check:
+                self._verify(t)
+            if self.call is None and not self.check_due:
+                self._ask(t)
+            if progress is not None and self.events % PROGRESS_EVERY == 0:
+                progress(t, self.events, self.calls)
+        for ts in samples[next_sample:]:
+            self.on_sample(ts, self.dc)  # type: ignore[misc]
+        metrics = rec.finish()
+        if progress is not None:
+            progress(end, self.events, self.calls)
+        return RunResult(
+            policy=policy.name,
+            seed=-1,
+            metrics=metrics,
+            counters=dict(policy.counters()),
+            events=self.events,
+            requests=sum(1 for r in reqs if r.arrival_s <= end),
+            calls=self.calls,
+            wall_s=time.perf_counter() - started,
+            call_stats_s=dict(self.call_stats),
+        )
+
+    # --- handlers ------------------------------------------------------------------------------
+    def _ask(self, t: float) -> None:
+        when = self.policy.next_check(t)
+        if when is not None:
+            when = max(when, t)
+            if when <= self.idle_check_t:
+                raise SimulationError(
+                    f"{self.policy.name} asked for another check at t={when} after one that found no work"
+                )
+            self.check_due = True
+            self.queue.push(when, CHECK, None)
+
+    def _arrive(self, req: Request, t: float) -> None:
+        vm = req.vm
+        slices = vm.memory_slices
+        self.rec.requested_vm(t, slices)
+        decision = self.policy.arrive(self.dc, vm, t, self.locked)
+        kind = type(decision)
+        if kind is Placed:
+            pl = decision.placement
+            if pl.pm in self.locked:
+                raise SimulationError(f"{self.policy.name} placed {vm.id} on locked PM {pl.pm} at t={t}")
+            self.dc.place(vm, pl)
+            self.rec.admitted_vm(t, slices, 0.0)
+            self.queue.push(t + req.lifetime_s, DEPARTURE, vm.id)
+            self.rec.touch((pl.pm,))
+        elif kind is Deferred:
+            self.dc.add_pending(vm)
+            self.pending[vm.id] = (req, t)
+
+    def _check(self, t: float) -> None:
+        work = self.policy.work(self.dc, t)
+        if work is None:
+            self.idle_check_t = t
+            return
+        duration = work.modeled_s if self.deterministic else work.wall_s
+        self.calls += 1
+        self.rec.call(t, duration)
+        for key, value in work.stats.items():
+            if key.endswith("_s") and isinstance(value, (int, float)):
+                self.call_stats[key] = self.call_stats.get(key, 0.0) + value
+        self.call = work
+        self.locked = frozenset(work.pms)
+        self.queue.push(t + max(duration, 0.0), CALL_END, work)
+
+    def _call_end(self, work: Work, t: float) -> None:
+        dc = self.dc
+        for v in work.rejected:
+            if v in dc.pending:
+                dc.drop_pending(v)
+                del self.pending[v]
+        if work.applied:
+            target = {v: pl for v, pl in work.target.items() if v in dc.vms or v in dc.pending}
+            moves, gb, touched = self._moves(target)
+            admitted = [v for v in target if v in dc.pending]
+            dc.apply_placement(target)
+            for v in admitted:
+                req, arrived = self.pending.pop(v)
+                self.rec.admitted_vm(arrived, req.vm.memory_slices, t - arrived)
+                self.queue.push(t + req.lifetime_s, DEPARTURE, v)
+                touched.add(target[v].pm)
+            moves, gb = _reported_moves(work, moves, gb)
+            self.rec.migrated(t, moves, gb)
+            self.rec.touch(sorted(touched))
+        self.call = None
+        self.locked = frozenset()
+        self.policy.finished(dc, work, t)
+
+    def _moves(self, target: dict[str, Any]) -> tuple[int, float, set[int]]:
+        """Migrations of running VMs in `target`, the GB they copy, and every PM they touch.
+
+        A move between PMs copies the VM's RAM and its GIs' memory; a move inside one PM counts as a
+        migration that copies nothing over the network (as `plan.PlanCost` counts bytes).
+        """
+        dc = self.dc
+        moves, gb, touched = 0, 0.0, set()
+        for v, new in target.items():
+            old = dc.placement.get(v)
+            if old is None or old == new:
+                continue
+            vm = dc.vms[v]
+            moves += 1
+            touched.update((old.pm, new.pm))
+            if old.pm != new.pm:
+                gb += vm.ram_mb / 1000 + sum(p.memory_gb for p in vm.gis)
+        return moves, gb, touched
+
+    def _verify(self, t: float) -> None:
+        problems = check(self.dc) + check_counters(self.dc)
+        if problems:
+            raise SimulationError(f"invalid state at t={t}: " + "; ".join(map(str, problems[:5])))
+
+
+def _reported_moves(work: Work, moves: int, gb: float) -> tuple[int, float]:
+    """Migrations and GB of a call: `Work.stats` ("migrations", "migrated_gb") if the policy says,
+    else the executor's plan cost (`plan.cost.migrations` + `.parking`, `.bytes`: parking moves
+    are live migrations too), else the
+    count derived from the target (`moves`, `gb`)."""
+    stats = work.stats
+    cost = getattr(work.plan, "cost", None)
+    if "migrations" in stats:
+        moves = int(stats["migrations"])
+    elif cost is not None and hasattr(cost, "migrations"):
+        moves = int(cost.migrations) + int(getattr(cost, "parking", 0))
+    if "migrated_gb" in stats:
+        gb = float(stats["migrated_gb"])
+    elif cost is not None and hasattr(cost, "bytes"):
+        gb = float(cost.bytes) / 1e9
+    return moves, gb

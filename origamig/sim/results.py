@@ -1,0 +1,68 @@
+"""The results document of `origamig simulate` (JSON) and reading it back for `origamig report`.
+
+    {"version": 1,
+     "runs":    [{"policy", "seed", "config": {...}, "metrics": {name: value}, "counters", "events",
+                  "requests", "calls", "wall_s", "call_stats_s"}],
+     "summary": [{"variant", "load", "policy", "seeds", "metrics": {name: {"mean", "ci95", "n", "values"}}}],
+     "paired":  [{"variant", "load", "policy", "baseline", "seeds",
+                  "metrics": {name: {"mean", "ci95", "n", "values", "wins"}}}]}
+
+Metric names are those of SPEC §6 (`metrics.METRIC_NAMES`); `ci95` is the half-width of the 95%
+Student-t interval over seeds; paired entries are policy − baseline by seed (`wins`: seeds where it is lower).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from origamig.errors import UserError
+from origamig.sim.aggregate import paired, summarize
+from origamig.sim.engine import RunResult
+
+VERSION = 1
+
+
+class ResultsError(UserError):
+    """A results file that cannot be read."""
+
+
+def document(results: Sequence[RunResult], baseline: str | None = None) -> dict[str, Any]:
+    runs = [dataclasses.asdict(r) for r in results]
+    return runs_document(runs, baseline)
+
+
+def runs_document(runs: list[dict[str, Any]], baseline: str | None = None) -> dict[str, Any]:
+    policies = list(dict.fromkeys(r["policy"] for r in runs))
+    base = baseline or ("ff" if "ff" in policies else (policies[0] if policies else None))
+    return {
+        "version": VERSION,
+        "runs": runs,
+        "summary": summarize(runs),
+        "paired": paired(runs, base) if base else [],
+    }
+
+
+def load_runs(paths: Sequence[Path]) -> list[dict[str, Any]]:
+    """The runs of every results file (a later duplicate of (policy, variant, load, seed) wins)."""
+    merged: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for path in paths:
+        try:
+            data = json.loads(Path(path).read_text())
+        except FileNotFoundError:
+            raise ResultsError(f"{path}: no such file") from None
+        except json.JSONDecodeError as exc:
+            raise ResultsError(f"{path}: not valid JSON ({exc})") from None
+        runs = data.get("runs") if isinstance(data, dict) else None
+        if not isinstance(runs, list):
+            raise ResultsError(f"{path}: runs: missing (not an `origamig simulate` results file)")
+        for n, run in enumerate(runs):
+            if not isinstance(run, dict) or not {"policy", "seed", "metrics"} <= set(run):
+                raise ResultsError(f"{path}: runs[{n}]: needs policy, seed and metrics")
+            cfg = run.get("config", {})
+            key = (run["policy"], cfg.get("variant"), cfg.get("load"), run["seed"], cfg.get("pms"))
+            merged[key] = run
+    return list(merged.values())

@@ -1,0 +1,121 @@
+"""Runs across policies and seeds: determinism, executors (process pool, Dask), aggregation, fidelity."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from origamig.policies.base import policy_names
+from origamig.sim.aggregate import mean_ci, paired, summarize, t975
+from origamig.sim.runner import RunSpec, run_all, run_one
+from origamig.sim.scenario import SimConfig
+
+H = 3600.0
+SMALL = SimConfig(load=0.9, pms=16, warmup_s=12 * H, measure_s=12 * H, deterministic=True, debug_check=True)
+
+# An independent reading of the spec over 100 seeds (issue 7; paper Table 8 FF: 98.5 / 83.7 %,
+# 109.5 / 125.4 PMs, 5.57 / 6.52 MWh): acceptance, active PMs and energy at loads 0.75 / 1.0.
+READING_FF = {
+    0.75: {"acceptance": 0.986, "active_pms": 112.1, "energy_mwh": 5.72},
+    1.0: {"acceptance": 0.838, "active_pms": 125.7, "energy_mwh": 6.55},
+}
+# Seed-to-seed standard deviation of one run, measured over seeds 1..20 of this simulator
+# (benchmarks/simulator.py --fidelity). At load 0.75 the reading's 5-seed 95% interval of ±5.5 PMs
+# gives sd = 5.5·√5 / t_{0.975,4} ≈ 4.4; ours is 5.9.
+SEED_SD = {
+    0.75: {"acceptance": 0.0115, "active_pms": 5.9, "energy_mwh": 0.29},
+    1.0: {"acceptance": 0.027, "active_pms": 0.66, "energy_mwh": 0.08},
+}
+
+
+def test_registry_holds_the_baselines() -> None:
+    assert {"ff", "mfi", "tc"} <= set(policy_names())
+
+
+# 8 PMs at load 1.0 for 16 h: about 40 requests, enough to fill the PMs, few solver calls.
+TINY = SMALL.replace(pms=8, load=1.0, warmup_s=8 * H, measure_s=8 * H)
+
+
+@pytest.mark.parametrize("policy", policy_names())
+def test_same_seed_deterministic_runs_give_identical_metrics(policy: str) -> None:
+    a = run_one(RunSpec(TINY, policy, 3))
+    b = run_one(RunSpec(TINY, policy, 3))
+    assert a.metrics == b.metrics
+    assert a.events == b.events and a.requests == b.requests > 30
+    assert a.metrics["active_pms"] > 4  # the run fills the data center
+
+
+def test_other_seed_gives_other_metrics() -> None:
+    a = run_one(RunSpec(SMALL, "ff", 1))
+    b = run_one(RunSpec(SMALL, "ff", 2))
+    assert a.metrics != b.metrics
+
+
+def test_process_pool_gives_the_in_process_results() -> None:
+    specs = [RunSpec(SMALL, "ff", s) for s in (1, 2)]
+    local = run_all(specs)
+    pooled = run_all(specs, workers=2)
+    assert [r.metrics for r in pooled] == [r.metrics for r in local]
+    assert [r.seed for r in pooled] == [1, 2]
+
+
+def test_dask_scheduler_runs_the_specs() -> None:
+    distributed = pytest.importorskip("distributed")
+    specs = [RunSpec(SMALL, "ff", 1), RunSpec(SMALL, "mfi", 1)]
+    local = run_all(specs)
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as cluster:
+        remote = run_all(specs, scheduler=cluster.scheduler_address)
+    assert [(r.policy, r.metrics) for r in remote] == [(r.policy, r.metrics) for r in local]
+
+
+def test_unknown_policy_and_bad_scheduler_are_user_errors(monkeypatch) -> None:
+    from origamig.errors import UserError
+    from origamig.sim import runner
+
+    monkeypatch.setattr(runner, "CONNECT_TIMEOUT", "1s")
+    with pytest.raises(UserError, match="--policy: unknown policy 'nope'"):
+        run_all([RunSpec(SMALL, "nope", 1)])
+    with pytest.raises(UserError, match="--scheduler"):
+        run_all([RunSpec(SMALL, "ff", 1)], scheduler="tcp://127.0.0.1:1")
+
+
+def test_mean_ci_by_hand() -> None:
+    # [1, 2, 3]: mean 2, sd 1, half-width t_{0.975,2}·1/√3 = 4.303/1.732 = 2.484.
+    got = mean_ci([1.0, 2.0, None, 3.0])
+    assert got["mean"] == 2 and got["n"] == 3 and got["ci95"] == pytest.approx(4.303 / math.sqrt(3))
+    assert mean_ci([5.0])["ci95"] == 0 and mean_ci([None])["mean"] is None
+    assert t975(4) == 2.776 and t975(1000) == pytest.approx(1.962, abs=1e-3)
+
+
+def test_summary_and_paired_differences_by_seed() -> None:
+    def run(policy: str, seed: int, pms: float) -> dict:
+        metrics = dict.fromkeys(("acceptance", "active_pms"), None) | {"active_pms": pms}
+        return {
+            "policy": policy,
+            "seed": seed,
+            "config": {"variant": "default", "load": 0.85},
+            "metrics": metrics,
+        }
+
+    runs = [run("ff", 1, 100), run("ff", 2, 110), run("tc", 1, 97), run("tc", 2, 109), run("tc", 3, 50)]
+    rows = {r["policy"]: r for r in summarize(runs)}
+    assert rows["ff"]["metrics"]["active_pms"]["mean"] == 105 and rows["tc"]["seeds"] == [1, 2, 3]
+    (diff,) = paired(runs, "ff")
+    stats = diff["metrics"]["active_pms"]
+    # Seeds 1 and 2 only (seed 3 has no FF run): differences −3 and −1.
+    assert diff["seeds"] == [1, 2] and stats["mean"] == -2 and stats["wins"] == 2
+    assert stats["ci95"] == pytest.approx(12.706 * math.sqrt(2) / math.sqrt(2))  # sd of (−3, −1) = √2
+
+
+@pytest.mark.parametrize("load", [0.75, 1.0])
+def test_ff_fidelity_two_seeds(load: float) -> None:
+    """FF with the default setup lands on the independent reading of Table 8, up to seed noise."""
+    seeds = (1, 2)
+    results = run_all([RunSpec(SimConfig(load=load), "ff", s) for s in seeds])
+    for metric, expected in READING_FF[load].items():
+        mean = sum(r.metrics[metric] for r in results) / len(results)
+        tolerance = 4 * SEED_SD[load][metric] / math.sqrt(len(seeds))
+        assert abs(mean - expected) <= tolerance, (metric, mean, expected, tolerance)
