@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import sys
@@ -15,6 +16,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from origamig.errors import UserError
+from origamig.policies.base import policy_factory
 from origamig.sim.results import document
 from origamig.sim.runner import RunSpec, run_all
 from origamig.sim.scenario import VARIANTS, SimConfig, validate
@@ -80,6 +82,37 @@ COLUMNS: tuple[tuple[str, str, float, int], ...] = (
 )
 
 
+def parse_options(items: list[str], policies: list[str]) -> tuple[tuple[str, Any], ...]:
+    """`KEY=VALUE` strings → (key, value) pairs; a value is read as JSON when it parses (numbers,
+    true/false, null), else kept as a string. A key that none of `policies` accepts is an error."""
+    accepted: set[str] = set()
+    for name in policies:
+        try:
+            accepted |= set(inspect.signature(policy_factory(name)).parameters)
+        except (TypeError, ValueError):
+            continue
+    out: list[tuple[str, Any]] = []
+    problems = []
+    for item in items:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            problems.append(f"--option: {item!r} is not KEY=VALUE")
+            continue
+        if key not in accepted:
+            known = ", ".join(sorted(accepted - {"weights"})) or "none"
+            problems.append(f"--option: {key!r} is not an option of {', '.join(policies)} (known: {known})")
+            continue
+        try:
+            value: Any = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        out.append((key, value))
+    if problems:
+        raise UserError(problems)
+    return tuple(out)
+
+
 def summary_table(doc: dict[str, Any]) -> Table:
     """Metrics as rows, one column per (variant, load, policy): narrow enough for a terminal."""
     rows = doc["summary"]
@@ -129,6 +162,20 @@ def simulate(
         str | None,
         typer.Option("--trace-dir", help="Folder of the Alibaba 2023 GPU trace (variant alibaba)."),
     ] = None,
+    option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--option",
+            "-o",
+            help="Policy option KEY=VALUE (repeatable), e.g. m_max=8, delta=20, theta=2, timer_s=900, "
+            "random_neighborhoods=true, admission_calls=false, time_limit_s=5, tc_rule=literal, "
+            "period_s=3600.",
+        ),
+    ] = None,
+    bound: Annotated[
+        str | None,
+        typer.Option("--bound", help="OrigaMIG neighborhoods bounded by 'pms' (default) or 'vms'."),
+    ] = None,
     baseline: Annotated[str | None, typer.Option("--baseline", help="Policy for paired differences.")] = None,
     debug_check: Annotated[
         bool, typer.Option("--debug-check", help="Check every state with origamig.check (slow).")
@@ -140,6 +187,9 @@ def simulate(
 ) -> None:
     """Simulate placement policies on the paper's workload (SPEC §6) and report its metrics."""
     policies = split_list(policy)
+    options = parse_options(option or [], policies)
+    if bound is not None:
+        options = (*options, *parse_options([f"bound={bound}"], policies))
     configs = [
         SimConfig(
             load=rho,
@@ -152,6 +202,7 @@ def simulate(
             requests_file=str(requests) if requests else None,
             trace_dir=trace_dir,
             debug_check=debug_check,
+            policy_options=options,
         )
         for rho in parse_loads(load or ["0.85"])
     ]
