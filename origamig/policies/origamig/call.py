@@ -84,19 +84,21 @@ def run_call(
     }
     plan = None
     applied = False
-    reason = "no change"
+    outcome, reason = "no_change", "the solution keeps every VM where it is"
     if changed:
         plan = plan_migrations(dc, changed)
         if isinstance(plan, Infeasible):
-            reason = f"plan infeasible: {plan.reason}"
+            outcome, reason = "plan_infeasible", plan.reason
             plan = None
         else:
             decision = decide(dc, nb, changed, weights, plan.to_json())
             applied = decision.apply
-            reason = "applied" if applied else f"not better (gain {decision.gain:.3g})"
+            outcome = "applied" if applied else "not_better"
+            reason = f"gain {decision.gain:.3g} after a parking cost of {decision.parking_cost:g}"
             stats["gain"] = decision.gain
     stats["plan_s"] = time.perf_counter() - t_solved
-    stats["outcome"] = reason
+    stats["outcome"] = outcome  # applied | not_better | plan_infeasible | no_change
+    stats["outcome_detail"] = reason
     admitted = tuple(v for v in nb.pending if v in changed) if applied else ()
     rejected = tuple(v for v in nb.pending if v not in admitted) + nb.rejected
     wall = select_s + (time.perf_counter() - t0)

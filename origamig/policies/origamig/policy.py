@@ -140,6 +140,7 @@ class OrigaMIG:
         for key in ("select_s", "build_s", "compile_s", "solve_s", "decode_s", "plan_s"):
             self._phase[key] += float(work.stats.get(key, 0.0))
         self._status[str(work.stats.get("termination", "?"))] += 1
+        self._status[f"outcome_{work.stats.get('outcome', '?')}"] += 1
         return work
 
     def finished(self, dc: DataCenter, work: Work, now: float) -> None:

@@ -1,0 +1,384 @@
+"""Solvers on the same OrigaMIG calls (issue 8, script 7): record a simulation's neighborhoods, replay them.
+
+Record: OrigaMIG runs on the paper's data center shape (3/4 of PMs with 2x A100, 1/4 with 2x A30)
+and every call it makes after `record_from_h` is written as a SPEC §8 snapshot restricted to the
+call's neighborhood: the PMs of M̂ with their running VMs (placed) and the pending VMs of N̂
+(unplaced), plus the weights. Solving such a snapshot over all its PMs is exactly the call's BILP.
+
+Replay: each recorded call is solved by every setting (HiGHS / CP-SAT, 1 / 2 threads) with a 10 s
+limit; when a solve runs past 1 s (2 s), it is solved again with a 1 s (2 s) limit to learn the
+objective reached by then. Per setting: median and p95 wall time of the 10 s solve, share proved
+optimal, and the share of calls at the best objective any setting found, at 1, 2 and 10 s.
+
+    python benchmarks/solver_replay.py --quick                 # 32 PMs, 12 of the calls in 24–48 h
+    python benchmarks/solver_replay.py --full                  # 128 PMs, 60 of the calls in 48–56 h
+    python benchmarks/solver_replay.py --replay FILE.json      # replay a recorded file only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from paper_values import TABLE10, TABLE12_CALL_MEDIAN_S
+
+from origamig.bilp import Limits, solve_region
+from origamig.catalog import default_catalog
+from origamig.datacenter import DataCenter
+from origamig.objective import Weights
+from origamig.policies.base import Work
+from origamig.policies.origamig.neighborhood import Neighborhood
+from origamig.policies.origamig.policy import OrigaMIG
+from origamig.sim.engine import Simulation
+from origamig.sim.scenario import SimConfig, build_pms, requests_for
+from origamig.sim.workload import HOUR
+from origamig.snapshot import parse_snapshot
+
+RESULTS = Path(__file__).parent / "results"
+SETTINGS = (("highs", 1), ("highs", 2), ("cpsat", 1), ("cpsat", 2))
+CHECKPOINTS_S = (1.0, 2.0, 10.0)
+EPS = 1e-6
+PAPER_MEDIAN_CALL_128_S = TABLE10["delta-10"]["median_call_s"]  # Table 10, δ = 10 (the default settings)
+
+
+@dataclass(frozen=True)
+class Setup:
+    pms: int
+    load: float
+    seed: int
+    record_from_h: float
+    horizon_h: float
+    calls: int  # how many recorded calls to replay (spread evenly over those recorded)
+    record_limit_s: float = 2.0  # call limit while recording (only shapes the trajectory)
+    solver: str = "highs"
+
+
+QUICK = Setup(pms=32, load=0.85, seed=1, record_from_h=24.0, horizon_h=48.0, calls=12)
+FULL = Setup(pms=128, load=0.85, seed=1, record_from_h=48.0, horizon_h=56.0, calls=60, record_limit_s=10.0)
+
+
+def neighborhood_document(dc: DataCenter, nb: Neighborhood, weights: Weights) -> dict[str, Any]:
+    """SPEC §8 snapshot of the call: the PMs of M̂ with their VMs, the pending VMs of N̂, the weights."""
+    pms = [dc.pms[j] for j in nb.pms]
+    vms: list[dict[str, Any]] = []
+    for j in nb.pms:
+        for v in sorted(dc.vms_on(j)):
+            vm, pl = dc.vms[v], dc.placement[v]
+            vms.append(
+                {
+                    "id": v,
+                    "cpu": vm.cpu,
+                    "ram_gb": vm.ram_gb,
+                    "gis": [p.name for p in vm.gis],
+                    "placement": {
+                        "pm": dc.pms[pl.pm].id,
+                        "gis": [{"gpu": s.gpu, "start": s.start} for s in pl.gis],
+                    },
+                }
+            )
+    for v in nb.pending:
+        vm = dc.pending[v]
+        entry: dict[str, Any] = {"id": v, "cpu": vm.cpu, "ram_gb": vm.ram_gb, "gis": [p.name for p in vm.gis]}
+        if vm.gis:
+            entry["gpu_model"] = vm.gis[0].gpu_model
+        vms.append(entry)
+    return {
+        "version": 1,
+        "pms": [
+            {"id": pm.id, "cpu": pm.cpu, "ram_gb": pm.ram_gb, "gpus": [g.name for g in pm.gpus]} for pm in pms
+        ],
+        "vms": vms,
+        "weights": {
+            "accept": weights.accept,
+            "pm": weights.pm,
+            "gpu": weights.gpu,
+            "free_start": weights.free_start,
+            "migration": weights.migration,
+        },
+    }
+
+
+class _RecordingOrigaMIG(OrigaMIG):
+    """OrigaMIG that writes down each call's neighborhood (as a snapshot) from `record_from_s` on."""
+
+    def __init__(self, record_from_s: float, **options: Any) -> None:
+        super().__init__(**options)
+        self.record_from_s = record_from_s
+        self.now = 0.0
+        self.recorded: list[dict[str, Any]] = []
+
+    def work(self, dc: DataCenter, now: float) -> Work | None:
+        self.now = now
+        return super().work(dc, now)
+
+    def _call(self, dc: DataCenter, nb: Neighborhood, select_s: float) -> Work:
+        work = super()._call(dc, nb, select_s)
+        if nb.pms and self.now >= self.record_from_s:
+            self.recorded.append(
+                {
+                    "t_s": self.now,
+                    "kind": nb.kind,
+                    "pms": len(nb.pms),
+                    "vms": nb.vm_count(dc),
+                    "recorded_wall_s": work.wall_s,
+                    "snapshot": neighborhood_document(dc, nb, self.weights),
+                }
+            )
+        return work
+
+
+def record(setup: Setup) -> list[dict[str, Any]]:
+    """Simulate OrigaMIG and return the neighborhoods of its calls after `record_from_h`."""
+    config = SimConfig(load=setup.load, pms=setup.pms, warmup_s=0.0, measure_s=setup.horizon_h * HOUR)
+    catalog = default_catalog()
+    pms = build_pms(config, catalog)
+    requests = requests_for(config, setup.seed, pms, catalog)
+    policy = _RecordingOrigaMIG(
+        setup.record_from_h * HOUR, solver=setup.solver, time_limit_s=setup.record_limit_s, threads=1
+    )
+    Simulation(pms, requests, policy, 0.0, config.measure_s).run()
+    return policy.recorded
+
+
+def spread(items: Sequence[Any], count: int) -> list[Any]:
+    """`count` items spread evenly over `items` (all of them if there are fewer)."""
+    if len(items) <= count:
+        return list(items)
+    step = len(items) / count
+    return [items[int(i * step)] for i in range(count)]
+
+
+def solve_once(dc: DataCenter, pending: list[str], weights: Weights, solver: str, threads: int, limit: float):
+    return solve_region(
+        dc,
+        range(len(dc.pms)),
+        pending,
+        weights,
+        solver=solver,
+        limits=Limits(time_limit_s=limit, threads=threads),
+    )
+
+
+def replay_call(call: dict[str, Any], settings: Sequence[tuple[str, int]] = SETTINGS) -> dict[str, Any]:
+    """Solve one recorded call with every setting; objectives at 1, 2 and 10 s."""
+    snap = parse_snapshot(call["snapshot"])
+    out: dict[str, Any] = {
+        "t_s": call["t_s"],
+        "kind": call["kind"],
+        "pms": len(snap.pms),
+        "vms": len(snap.vms),
+    }
+    per: dict[str, Any] = {}
+    for solver, threads in settings:
+        dc = snap.datacenter()
+        full = solve_once(dc, snap.pending, snap.weights, solver, threads, CHECKPOINTS_S[-1])
+        res = full.result
+        at: dict[str, float | None] = {}
+        for t in CHECKPOINTS_S[:-1]:
+            if res.wall_s <= t:
+                at[f"{t:g}"] = res.objective
+            else:
+                at[f"{t:g}"] = solve_once(dc, snap.pending, snap.weights, solver, threads, t).result.objective
+        at[f"{CHECKPOINTS_S[-1]:g}"] = res.objective
+        per[f"{solver}-{threads}t"] = {
+            "wall_s": res.wall_s,
+            "proved": res.proved_optimal,
+            "objective": res.objective,
+            "bound": res.bound,
+            "objective_at": at,
+            "columns": full.size.get("columns"),
+        }
+    out["solves"] = per
+    best = max((s["objective"] for s in per.values() if s["objective"] is not None), default=None)
+    out["best_objective"] = best
+    return out
+
+
+def _quantile(xs: Sequence[float], q: float) -> float:
+    if not xs:
+        return float("nan")
+    ys = sorted(xs)
+    pos = q * (len(ys) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(ys) - 1)
+    return ys[lo] + (ys[hi] - ys[lo]) * (pos - lo)
+
+
+def summarize(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    names = list(rows[0]["solves"]) if rows else []
+    for name in names:
+        solves = [(r["solves"][name], r["best_objective"]) for r in rows]
+        walls = [s["wall_s"] for s, _ in solves]
+        entry: dict[str, Any] = {
+            "setting": name,
+            "calls": len(solves),
+            "median_s": _quantile(walls, 0.5),
+            "p95_s": _quantile(walls, 0.95),
+            "proved_share": sum(s["proved"] for s, _ in solves) / len(solves),
+        }
+        for t in CHECKPOINTS_S:
+            key = f"{t:g}"
+            reached = [
+                s["objective_at"][key] is not None
+                and best is not None
+                and s["objective_at"][key] >= best - EPS
+                for s, best in solves
+            ]
+            short = [
+                (best - s["objective_at"][key]) / max(1.0, abs(best))
+                for s, best in solves
+                if s["objective_at"][key] is not None and best is not None
+            ]
+            entry[f"at_best_share_{key}s"] = sum(reached) / len(reached)
+            entry[f"mean_shortfall_{key}s"] = statistics.fmean(short) if short else float("nan")
+        out.append(entry)
+    return out
+
+
+def print_table(doc: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"Solvers on {len(doc['calls'])} recorded OrigaMIG calls (10 s limit)")
+    cols = ["setting", "median s", "p95 s", "proved"] + [f"at best @{t:g}s" for t in CHECKPOINTS_S]
+    cols += [f"shortfall @{t:g}s" for t in CHECKPOINTS_S]
+    for col in cols:
+        table.add_column(col, justify="right")
+    for s in doc["summary"]:
+        table.add_row(
+            s["setting"],
+            f"{s['median_s']:.2f}",
+            f"{s['p95_s']:.2f}",
+            f"{100 * s['proved_share']:.0f}%",
+            *[f"{100 * s[f'at_best_share_{t:g}s']:.0f}%" for t in CHECKPOINTS_S],
+            *[f"{100 * s[f'mean_shortfall_{t:g}s']:.2f}%" for t in CHECKPOINTS_S],
+        )
+    Console(width=170).print(table)
+
+
+def draw(doc: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 5.4))
+    summary = doc["summary"]
+    names = [s["setting"] for s in summary]
+    for n, name in enumerate(names):
+        walls = [r["solves"][name]["wall_s"] for r in doc["calls"]]
+        ax.scatter([n] * len(walls), walls, alpha=0.4, s=14, color="tab:gray")
+    ax.bar(range(len(names)), [s["median_s"] for s in summary], alpha=0.6, label="median")
+    ax.scatter(range(len(names)), [s["p95_s"] for s in summary], marker="_", s=400, color="k", label="p95")
+    ax.axhline(CHECKPOINTS_S[-1], color="tab:red", ls="-.", lw=0.8, label="call limit (10 s, paper §6.1)")
+    ax.axhline(
+        PAPER_MEDIAN_CALL_128_S,
+        color="tab:purple",
+        ls="--",
+        lw=1,
+        label=f"paper median call, 128 PMs, load 0.85 (Table 10): {PAPER_MEDIAN_CALL_128_S} s",
+    )
+    ax.axhline(
+        TABLE12_CALL_MEDIAN_S[32],
+        color="tab:green",
+        ls="--",
+        lw=1,
+        label=f"paper median call, 32 PMs, §6.8 load (Table 12): {TABLE12_CALL_MEDIAN_S[32]} s",
+    )
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels(names)
+    ax.set_yscale("log")
+    ax.set_ylabel("wall time of one call's solve (s, log)")
+    ax.set_xlabel("solver and threads")
+    ax.set_title("(a) time per call (dots: each call)")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
+    for s in summary:
+        bx.plot(
+            CHECKPOINTS_S, [100 * s[f"at_best_share_{t:g}s"] for t in CHECKPOINTS_S], "o-", label=s["setting"]
+        )
+    bx.set_xscale("log")
+    bx.set_xticks(CHECKPOINTS_S)
+    bx.set_xticklabels([f"{t:g}" for t in CHECKPOINTS_S])
+    bx.set_ylim(-5, 105)
+    bx.set_xlabel("time limit (s, log)")
+    bx.set_ylabel("calls at the best objective found (%)")
+    bx.set_title("(b) objective reached by a deadline")
+    bx.legend(fontsize=8)
+    fig.suptitle(f"Solver comparison — {doc['mode']} run: {doc['scale']}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", help="32 PMs, 12 calls (default)")
+    mode.add_argument("--full", action="store_true", help="128 PMs, 60 calls")
+    ap.add_argument("--replay", type=Path, help="replay this recorded calls file instead of simulating")
+    ap.add_argument("--out", type=Path, default=RESULTS / "solver_replay.json")
+    ap.add_argument("--from-json", type=Path, help="redraw a results file (table and PNG), no solve")
+    args = ap.parse_args(argv)
+    if args.from_json:
+        doc = json.loads(args.from_json.read_text())
+        print_table(doc)
+        draw(doc, args.from_json.with_suffix(".png"))
+        return 0
+    setup = FULL if args.full else QUICK
+    name = "full" if args.full else "quick"
+    started = time.perf_counter()
+    load = os.getloadavg()
+    calls_file = args.out.with_name(args.out.stem + "_calls.json")
+    if args.replay:
+        recorded_doc = json.loads(args.replay.read_text())
+        calls = recorded_doc["calls"]
+        scale = f"replay of {args.replay} ({len(calls)} calls)"
+    else:
+        scale = (
+            f"{setup.pms} PMs (3/4 A100, 1/4 A30), load {setup.load}, seed {setup.seed}; calls after "
+            f"{setup.record_from_h:g} h of {setup.horizon_h:g} h, {setup.calls} replayed; 10 s limit"
+        )
+        print(f"{name}: {scale}", flush=True)
+        recorded = record(setup)
+        calls = spread(recorded, setup.calls)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        calls_file.write_text(json.dumps({"setup": asdict(setup), "calls": calls}, indent=1))
+        print(
+            f"recorded {len(recorded)} calls in {time.perf_counter() - started:.0f} s -> {calls_file}",
+            flush=True,
+        )
+    rows = []
+    for n, call in enumerate(calls):
+        rows.append(replay_call(call))
+        r = rows[-1]
+        print(
+            f"  call {n:2} ({r['kind']}, {r['pms']} PMs, {r['vms']} VMs): "
+            + " ".join(f"{k}={s['wall_s']:.2f}{'*' if s['proved'] else ''}" for k, s in r["solves"].items()),
+            flush=True,
+        )
+    doc = {"mode": name, "scale": scale, "setup": asdict(setup), "summary": summarize(rows), "calls": rows}
+    doc["wall_s"] = time.perf_counter() - started
+    doc["meta"] = {"cpus": os.cpu_count(), "loadavg_start": load, "loadavg_end": os.getloadavg()}
+    print_table(doc)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(doc, indent=1))
+    png = args.out.with_suffix(".png")
+    draw(doc, png)
+    print(f"wrote {args.out} and {png} in {doc['wall_s']:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

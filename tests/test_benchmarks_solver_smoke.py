@@ -1,0 +1,203 @@
+"""The machinery of the solver benchmarks (optimality gap, BILP scaling, solver replay), in seconds.
+
+No real `--quick` run: each test drives the script's functions in-process on a few PMs in seconds and
+checks properties that must hold whatever the timings (OPT bounds OrigaMIG, snapshots round-trip,
+instances are valid), plus that each script writes its figure.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from origamig.bilp import solve_region
+from origamig.check import check, check_counters
+from origamig.objective import Weights
+from origamig.policies.base import Placed
+from origamig.policies.origamig.neighborhood import Bounds, select_admission
+from origamig.sim.engine import Simulation
+from origamig.sim.workload import Request
+from tests.builders import at, datacenter, pm, vm
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+import bilp_scaling
+import optimality_gap
+import solver_replay
+
+TINY_GAP = optimality_gap.Setup(
+    points=((3, 16), (3, 2)),
+    seeds=(1,),
+    first_h=6.0,
+    last_h=12.0,
+    every_h=6.0,
+    settle_s=600.0,
+    call_limit_s=2.0,
+    opt_limit_s=10.0,
+)
+
+
+class _Always:
+    """A policy that places every VM at PM 0, GPU 0, start 0 (enough to drive the loop)."""
+
+    name = "always"
+
+    def arrive(self, dc, vm_spec, now, locked):
+        return Placed(at(0, (0, 0)))
+
+    def depart(self, dc, vm_id, now):
+        return None
+
+    def next_check(self, now):
+        return None
+
+    def work(self, dc, now):
+        return None
+
+    def finished(self, dc, work, now):
+        return None
+
+    def counters(self):
+        return {}
+
+
+def test_sample_hook_sees_the_state_before_events_at_its_time() -> None:
+    # VM a arrives at 10 s and leaves at 30 s; samples at 5, 10, 20, 30 and 99 s (the end is 50 s).
+    # Expected by hand: 5 s → none; 10 s → none (the arrival at 10 s comes after); 20 s → a;
+    # 30 s → a (the departure at 30 s comes after); 99 s is past the end: never called.
+    reqs = [Request(vm("a", ["7g.40gb"]), 10.0, 20.0)]
+    seen: list[tuple[float, tuple[str, ...]]] = []
+    sim = Simulation(
+        [pm("pm0")],
+        reqs,
+        _Always(),
+        0.0,
+        50.0,
+        samples=[30.0, 5.0, 20.0, 10.0, 99.0],
+        on_sample=lambda t, dc: seen.append((t, tuple(sorted(dc.vms)))),
+    )
+    sim.run()
+    assert seen == [(5.0, ()), (10.0, ()), (20.0, ("a",)), (30.0, ("a",))]
+
+
+def test_optimality_gap_machinery(tmp_path: Path) -> None:
+    doc = optimality_gap.run(TINY_GAP, progress=False)
+    assert [(s["pms"], s["m_max"]) for s in doc["summary"]] == [(3, 16), (3, 2)]
+    assert len(doc["snapshots"]) == 4  # 2 points x 1 seed x snapshots at 6 h and 12 h
+    for row in doc["snapshots"]:
+        assert row["opt_proved"]
+        assert row["opt_objective_matches"]  # the solver's objective is the referee's Eq. (5)
+        # OPT starts from OrigaMIG's placement, so it is never worse in Eq. (5).
+        assert row["eq5_opt"] >= row["eq5_origamig"] - 1e-6
+        assert row["eq5_gap_pct"] >= -1e-9
+        assert row["active_pms_origamig"] <= 3 and row["active_pms_opt"] <= 3
+    assert all(s["calls"] >= 0 and s["snapshots"] == 2 for s in doc["summary"])
+    doc.update(mode="test", scale="tiny")
+    optimality_gap.print_table(doc)
+    optimality_gap.draw(doc, tmp_path / "fig8.png")
+    assert (tmp_path / "fig8.png").stat().st_size > 10_000
+
+
+def test_snapshots_wait_for_a_settled_state() -> None:
+    outcome = optimality_gap.simulate(3, 16, 2, TINY_GAP)
+    assert [s.target_h for s in outcome.snapshots] == [6.0, 12.0]
+    for snap in outcome.snapshots:
+        assert snap.target_h * 3600 <= snap.taken_s <= snap.target_h * 3600 + TINY_GAP.settle_s
+        assert not check(snap.dc) and not check_counters(snap.dc)
+        if snap.settled:
+            assert not snap.dc.pending
+
+
+@pytest.mark.parametrize(("n_pms", "n_vms"), [(4, 8), (2, 16), (8, 27)])
+def test_scaling_instance_shape(n_pms: int, n_vms: int) -> None:
+    dc = bilp_scaling.scaling_instance(n_pms, n_vms, seed=3)
+    assert not check(dc) and not check_counters(dc)
+    assert len(dc.pending) == max(1, n_vms // 8)
+    assert len(dc.vms) <= n_vms - len(dc.pending)
+    assert all(len(v.gis) == 1 for v in [*dc.vms.values(), *dc.pending.values()])
+    # Same seed, same instance (determinism).
+    again = bilp_scaling.scaling_instance(n_pms, n_vms, seed=3)
+    assert again.placement == dc.placement and list(again.pending) == list(dc.pending)
+
+
+def test_occupancy_sizing() -> None:
+    # A100 profiles 1g.5gb, 1g.10gb, 2g.10gb, 3g.20gb, 4g.20gb, 7g.40gb take 1, 2, 2, 4, 4, 8 memory
+    # slices (mean 21/6 = 3.5); 3/4 of 16 slices per PM is 12, i.e. 12 / 3.5 = 3.43 VMs per PM:
+    # 16 PMs → 54.9 → 55, 32 PMs → 109.7 → 110 (by hand).
+    assert bilp_scaling.mean_memory_slices() == pytest.approx(3.5)
+    assert bilp_scaling.vms_for_occupancy(16) == 55
+    assert bilp_scaling.vms_for_occupancy(32) == 110
+
+
+def test_bilp_scaling_machinery(tmp_path: Path) -> None:
+    setup = bilp_scaling.Setup(pms=(2, 4), pms_34=(2,), vms=(4,), seeds=(1, 2), time_limit_s=10.0)
+    doc = bilp_scaling.run(setup, progress=False)
+    assert len(doc["solves"]) == 8
+    assert all(r["proved"] for r in doc["solves"])
+    for s in doc["summary"]:
+        assert s["min_s"] <= s["median_s"] <= s["max_s"]
+        assert not s["limit_majority"]
+    doc.update(mode="test", scale="tiny")
+    bilp_scaling.print_table(doc)
+    bilp_scaling.draw(doc, tmp_path / "fig3.png")
+    assert (tmp_path / "fig3.png").stat().st_size > 10_000
+
+
+def _fragment() -> tuple:
+    dc = datacenter(
+        [pm("pm0"), pm("pm1"), pm("pm2")],
+        [
+            (vm("a", ["3g.20gb"]), at(0, (0, 4))),
+            (vm("b", ["1g.5gb"]), at(0, (1, 0))),
+            (vm("c", ["2g.10gb"]), at(1, (0, 2))),
+        ],
+    )
+    dc.add_pending(vm("p", ["7g.40gb", "4g.20gb"]))
+    nb = select_admission(dc, list(dc.pending), Bounds())
+    return dc, nb
+
+
+def test_neighborhood_snapshot_round_trip_and_replay(tmp_path: Path) -> None:
+    dc, nb = _fragment()
+    doc = solver_replay.neighborhood_document(dc, nb, Weights())
+    snap = solver_replay.parse_snapshot(doc)
+    back = snap.datacenter()
+    assert [p.id for p in back.pms] == [dc.pms[j].id for j in nb.pms]
+    assert set(back.pending) == set(nb.pending)
+    for v, pl in back.placement.items():
+        orig = dc.placement[v]
+        assert dc.pms[orig.pm].id == back.pms[pl.pm].id and orig.gis == pl.gis
+    # The replayed snapshot is the call's BILP: same optimum as the call on the full data center.
+    call = solve_region(dc, nb.pms, nb.pending, Weights())
+    row = solver_replay.replay_call(
+        {"t_s": 0.0, "kind": nb.kind, "snapshot": doc}, settings=(("highs", 1), ("cpsat", 1))
+    )
+    assert call.result.proved_optimal
+    for s in row["solves"].values():
+        assert s["proved"]
+        assert s["objective"] == pytest.approx(call.result.objective)
+        assert s["objective_at"]["10"] == s["objective"]
+    summary = solver_replay.summarize([row])
+    assert all(s["at_best_share_10s"] == 1.0 and s["proved_share"] == 1.0 for s in summary)
+    out = {"mode": "test", "scale": "tiny", "summary": summary, "calls": [row]}
+    solver_replay.print_table(out)
+    solver_replay.draw(out, tmp_path / "solvers.png")
+    assert (tmp_path / "solvers.png").stat().st_size > 10_000
+
+
+def test_recording_policy_writes_each_call() -> None:
+    dc, _ = _fragment()
+    policy = solver_replay._RecordingOrigaMIG(0.0, time_limit_s=5.0, threads=1)
+    work = policy.work(dc, 10.0)
+    assert work is not None and work.kind == "admission"
+    assert len(policy.recorded) == 1
+    rec = policy.recorded[0]
+    assert rec["t_s"] == 10.0 and rec["pms"] == len(work.pms)
+    assert solver_replay.parse_snapshot(rec["snapshot"]).pending == ["p"]
+
+
+def test_spread_picks_evenly() -> None:
+    assert solver_replay.spread(list(range(10)), 5) == [0, 2, 4, 6, 8]
+    assert solver_replay.spread([1, 2], 5) == [1, 2]
