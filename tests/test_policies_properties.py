@@ -17,7 +17,9 @@ from origamig.check import check, check_counters, check_placement
 from origamig.datacenter import DataCenter, GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
 from origamig.mig import geometry
 from origamig.policies.base import Deferred, Placed, Rejection, make_policy
-from origamig.policies.tc_compaction import compact
+from origamig.policies.first_fit import gi_order
+from origamig.policies.tc_compaction import CompactionState, compact, compact_class
+from origamig.policies.tc_rule import tc_place
 
 POLICIES = [("ff", {}), ("mfi", {}), ("tc", {}), ("tc", {"tc_rule": "literal"})]
 
@@ -160,3 +162,41 @@ def test_compaction_moves_each_vm_once_into_resources_free_before(dc, rule):
     assert all(not after.gpu_active(j, k) for j, k in result.vacated)
     assert check(after) == []
     assert result.moves == compact(dc, rule).moves  # deterministic
+
+
+class _FullScan(CompactionState):
+    """The compaction without its pruning: every PM of the class scored by `tc_place`, no precheck."""
+
+    def may_place(self, vm: VmSpec, exclude: tuple[int, int]) -> bool:
+        return True
+
+    def place_by_rule(self, vm: VmSpec, exclude: tuple[int, int]) -> Placement | None:
+        home = self.dc.placement[vm.id].pm
+        best = None
+        for j, gpus in self.class_layout[vm.gpu_class]:
+            if not self.fits_pm(vm, j, home):
+                continue
+            views = [
+                [g[1], geo, self.blocked[g], self.used_m[g], self.used_c[g]]
+                for g, geo in gpus
+                if g != exclude and self.can_receive(g)
+            ]
+            hit = tc_place(vm, gi_order(vm), j, views) if views else None
+            if hit is not None and (best is None or hit[0] < best[0]):
+                best = hit
+        return None if best is None else best[1]
+
+
+@settings(max_examples=120, deadline=None)
+@given(dc=random_states(max_pms=6, max_vms=24), rule=st.sampled_from(["default", "literal"]))
+def test_compaction_pruning_changes_no_decision(dc, rule):
+    # The bit-set pruning of place_by_rule and vacate's precheck only skip PMs/GPUs the rule would
+    # reject: the compaction must decide exactly what a scan of every PM decides.
+    oracle = _FullScan(dc)
+    stats = {"trials": 0, "trials_kept": 0, "second_gpus": 0}
+    for h in sorted(dc.active_gpus):
+        compact_class(oracle, h, rule, stats)
+    result = compact(dc, rule)
+    assert result.moves == dict(sorted(oracle.moved.items()))
+    assert result.vacated == tuple(sorted(oracle.vacated)) and result.added == tuple(sorted(oracle.added))
+    assert {k: result.stats[k] for k in stats} == stats

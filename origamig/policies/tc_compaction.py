@@ -19,8 +19,12 @@ Per class, once per period:
    and then keeps its moves only if it vacated ≥ 3 GPUs. A discarded trial leaves no trace and the
    scan goes on after the GPU that opened it; a kept one resumes at the GPU where it stopped.
 
-Complexity: O(A · V · |M_h| · |K_j| · |GIs|) per class for A active GPUs and V VMs per GPU, with an
-undo journal (no state copies) for failed attempts and trials.
+Complexity: O(A · V · |M_h| · |K_j| · |GIs|) per class for A active GPUs and V VMs per GPU in the worst
+case, with an undo journal (no state copies) for failed attempts and trials. Two exact prunings keep
+it near O(A · V · candidates): per class, bit sets over its GPUs (those that may receive, and per
+profile those with room for it) let the rule score only PMs where the VM's largest GI fits, and a
+vacate first checks that condition for all its VMs before moving any (most attempts fail there).
+Neither changes a decision: both skip only what the rule would reject.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from origamig.datacenter import DataCenter, Placement, VmSpec
-from origamig.policies.first_fit import class_gpus, gi_order
+from origamig.policies.first_fit import class_gpus, gi_order, profile_on
 from origamig.policies.tc_rule import tc_place
 
 Gpu = tuple[int, int]  # (pm, gpu index)
@@ -74,6 +78,11 @@ class CompactionState:
             h: [(j, [((j, k), dc.gpu_geometry(j, k)) for k in class_gpus(dc, j, h)]) for j in pms]
             for h, pms in dc.class_pms.items()
         }
+        # The class's GPUs idle when the compaction started (fixed), in (pm, gpu) order.
+        self.idle: dict[str, list[Gpu]] = {
+            h: [g for _, gpus in layout for g, _ in gpus if g not in self.active]
+            for h, layout in self.class_layout.items()
+        }
         self.cpu_claim: dict[int, int] = {}
         self.ram_claim: dict[int, int] = {}
         self.pm_vms: dict[int, int] = {j: dc.vm_count(j) for j in range(len(dc.pms))}
@@ -81,25 +90,91 @@ class CompactionState:
         self.receivers: dict[Gpu, bool] = {}
         self.vacated: dict[Gpu, bool] = {}
         self.added: dict[Gpu, bool] = {}
-        self._log: list[tuple[dict[Any, Any], Any, Any]] = []
+        self._log: list[tuple[dict[Any, Any], Any, Any, bool]] = []
+        self._gi_order: dict[str, tuple[int, ...]] = {}  # vm id -> gi_order(vm) (pure, cached)
+        self._size_key: dict[str, tuple[int, int, str]] = {}  # vm id -> _largest_first(vm)
+        self._by_size: dict[tuple[str, ...], list[VmSpec]] = {}  # holders -> their VMs, largest first
+        # Bit sets over each class's GPUs (bit = row in `class_layout` order), kept in step with
+        # `blocked`, `vacated` and `added`: the GPUs that may receive, and per profile name those
+        # whose blocked slices leave room for it. They only prune `place_by_rule`'s scan.
+        self.rows: dict[str, list[tuple[int, list[tuple[Gpu, Any]]]]] = {}  # row -> (pm, its gpus)
+        self.row_of: dict[Gpu, tuple[str, int, tuple[tuple[str, int], ...]]] = {}
+        self.recv_bits: dict[str, int] = {}
+        self.fit_bits: dict[str, dict[str, int]] = {}
+        for h, layout in self.class_layout.items():
+            self.rows[h] = [(j, gpus) for j, gpus in layout for _ in gpus]
+            self.recv_bits[h] = 0
+            self.fit_bits[h] = {p.name: 0 for _, gpus in layout for _, geo in gpus for p in geo.profiles}
+            row = 0
+            for _, gpus in layout:
+                for g, geo in gpus:
+                    self.row_of[g] = (h, row, tuple((p.name, p.index) for p in geo.profiles))
+                    self._refresh(self.blocked, g)
+                    self._refresh(self.added, g)
+                    row += 1
 
     # --- journal ------------------------------------------------------------------------------
     def _set(self, d: dict[Any, Any], key: Any, value: Any) -> None:
-        self._log.append((d, key, d.get(key, _MISSING)))
+        watched = d is self.blocked or d is self.vacated or d is self.added
+        self._log.append((d, key, d.get(key, _MISSING), watched))
+        d[key] = value
+        if watched:
+            self._refresh(d, key)
+
+    def _put(self, d: dict[Any, Any], key: Any, value: Any) -> None:
+        """`_set` for a dict the bit sets do not depend on (not blocked, vacated or added)."""
+        self._log.append((d, key, d.get(key, _MISSING), False))
         d[key] = value
 
     def mark(self) -> int:
         return len(self._log)
 
     def rollback(self, mark: int) -> None:
-        while len(self._log) > mark:
-            d, key, old = self._log.pop()
+        log = self._log
+        while len(log) > mark:
+            d, key, old, watched = log.pop()
             if old is _MISSING:
                 del d[key]
             else:
                 d[key] = old
+            if watched:
+                self._refresh(d, key)
+
+    def _refresh(self, d: dict[Any, Any], g: Gpu) -> None:
+        """Recompute GPU g's bit in `recv_bits` (d: vacated/added) or `fit_bits` (d: blocked)."""
+        hit = self.row_of.get(g)
+        if hit is None:
+            return
+        h, row, profiles = hit
+        bit = 1 << row
+        if d is not self.blocked:
+            if self.can_receive(g):
+                self.recv_bits[h] |= bit
+            else:
+                self.recv_bits[h] &= ~bit
+            return
+        table = self.dc.gpu_geometry(*g).default_table
+        occ = self.blocked[g]
+        fit = self.fit_bits[h]
+        for name, index in profiles:
+            if table[index][occ] >= 0:
+                fit[name] |= bit
+            else:
+                fit[name] &= ~bit
 
     # --- reading ------------------------------------------------------------------------------
+    def order_of(self, vm: VmSpec) -> tuple[int, ...]:
+        hit = self._gi_order.get(vm.id)
+        if hit is None:
+            hit = self._gi_order[vm.id] = gi_order(vm)
+        return hit
+
+    def size_key(self, vm: VmSpec) -> tuple[int, int, str]:
+        hit = self._size_key.get(vm.id)
+        if hit is None:
+            hit = self._size_key[vm.id] = _largest_first(vm)
+        return hit
+
     def where(self, vm_id: str) -> Placement:
         return self.moved.get(vm_id) or self.dc.placement[vm_id]
 
@@ -129,11 +204,11 @@ class CompactionState:
         left = []
         for prof, slot in zip(vm.gis, pl.gis, strict=True):
             g = (pl.pm, slot.gpu)
-            self._set(self.used_m, g, self.used_m[g] - prof.memory_slices)
-            self._set(self.used_c, g, self.used_c[g] - prof.compute_slices)
-            self._set(self.holders, g, tuple(v for v in self.holders[g] if v != vm.id))
+            self._put(self.used_m, g, self.used_m[g] - prof.memory_slices)
+            self._put(self.used_c, g, self.used_c[g] - prof.compute_slices)
+            self._put(self.holders, g, tuple(v for v in self.holders[g] if v != vm.id))
             left.append(g)
-        self._set(self.pm_vms, pl.pm, self.pm_vms[pl.pm] - 1)
+        self._put(self.pm_vms, pl.pm, self.pm_vms[pl.pm] - 1)
         return left
 
     def land(self, vm: VmSpec, pl: Placement) -> None:
@@ -142,22 +217,40 @@ class CompactionState:
         for prof, slot in zip(vm.gis, pl.gis, strict=True):
             g = (pl.pm, slot.gpu)
             self._set(self.blocked, g, self.blocked[g] | prof.mask(slot.start))
-            self._set(self.used_m, g, self.used_m[g] + prof.memory_slices)
-            self._set(self.used_c, g, self.used_c[g] + prof.compute_slices)
-            self._set(self.holders, g, tuple(sorted({*self.holders[g], vm.id})))
-            self._set(self.receivers, g, True)
+            self._put(self.used_m, g, self.used_m[g] + prof.memory_slices)
+            self._put(self.used_c, g, self.used_c[g] + prof.compute_slices)
+            self._put(self.holders, g, tuple(sorted({*self.holders[g], vm.id})))
+            self._put(self.receivers, g, True)
         if pl.pm != home:
-            self._set(self.cpu_claim, pl.pm, self.cpu_claim.get(pl.pm, 0) + vm.cpu_m)
-            self._set(self.ram_claim, pl.pm, self.ram_claim.get(pl.pm, 0) + vm.ram_mb)
-        self._set(self.pm_vms, pl.pm, self.pm_vms[pl.pm] + 1)
-        self._set(self.moved, vm.id, pl)
+            self._put(self.cpu_claim, pl.pm, self.cpu_claim.get(pl.pm, 0) + vm.cpu_m)
+            self._put(self.ram_claim, pl.pm, self.ram_claim.get(pl.pm, 0) + vm.ram_mb)
+        self._put(self.pm_vms, pl.pm, self.pm_vms[pl.pm] + 1)
+        self._put(self.moved, vm.id, pl)
 
     def place_by_rule(self, vm: VmSpec, exclude: Gpu) -> Placement | None:
-        """TC's placement rule over the GPUs that may receive, except `exclude`."""
+        """TC's placement rule over the GPUs that may receive, except `exclude`.
+
+        A PM is scored by `tc_place` only if its largest GI fits on one of those GPUs (`fit_bits`) and
+        it has the CPU/RAM: both are necessary for `tc_place` to succeed (slices only fill up while it
+        places), so the PMs skipped are PMs it would reject, and the PMs scored come in the same order:
+        the result is that of scoring every PM of the class."""
         home = self.dc.placement[vm.id].pm
-        order = gi_order(vm)
+        order = self.order_of(vm)
+        h = vm.gpu_class
+        cand = self.fit_bits[h].get(vm.gis[order[0]].name, 0) & self.recv_bits[h]
+        hit_ex = self.row_of.get(exclude)
+        if hit_ex is not None and hit_ex[0] == h:
+            cand &= ~(1 << hit_ex[1])
+        rows = self.rows[h]
         best: tuple[Any, Placement] | None = None
-        for j, gpus in self.class_layout[vm.gpu_class]:
+        last = -1
+        while cand:
+            low = cand & -cand
+            cand ^= low
+            j, gpus = rows[low.bit_length() - 1]
+            if j == last:  # another GPU of a PM already scored
+                continue
+            last = j
             if not self.fits_pm(vm, j, home):
                 continue
             views = [
@@ -165,15 +258,69 @@ class CompactionState:
                 for g, geo in gpus
                 if g != exclude and self.can_receive(g)
             ]
-            hit = tc_place(vm, order, j, views) if views else None
+            hit = tc_place(vm, order, j, views)
             if hit is not None and (best is None or hit[0] < best[0]):
                 best = hit
         return None if best is None else best[1]
 
+    def may_place(self, vm: VmSpec, exclude: Gpu) -> bool:
+        """A necessary condition for `place_by_rule`, monotone while a vacate claims resources: a PM
+        with its CPU/RAM (or its own) where its GIs have room on GPUs that may receive (not `exclude`):
+        the largest on one GPU, and with two GIs, both on two GPUs or together on one."""
+        home = self.dc.placement[vm.id].pm
+        h = vm.gpu_class
+        cand = self.fit_bits[h].get(vm.gis[self.order_of(vm)[0]].name, 0) & self.recv_bits[h]
+        hit_ex = self.row_of.get(exclude)
+        if hit_ex is not None and hit_ex[0] == h:
+            cand &= ~(1 << hit_ex[1])
+        rows = self.rows[h]
+        last = -1
+        while cand:
+            low = cand & -cand
+            cand ^= low
+            j, gpus = rows[low.bit_length() - 1]
+            if j == last:
+                continue
+            last = j
+            if self.fits_pm(vm, j, home) and (len(vm.gis) != 2 or self._pair_room(vm, gpus, exclude)):
+                return True
+        return False
+
+    def _pair_room(self, vm: VmSpec, gpus: list[tuple[Gpu, Any]], exclude: Gpu) -> bool:
+        """Both GIs of `vm` have room on the PM's GPUs that may receive (not `exclude`): each on its
+        own GPU, or both on one at non-overlapping permitted starts (whatever the rule picks, it is
+        one of these; more blocked slices never add one)."""
+        a, b = vm.gis
+        fa: list[int] = []
+        fb: list[int] = []
+        for i, (g, geo) in enumerate(gpus):
+            if g == exclude or not self.can_receive(g):
+                continue
+            occ = self.blocked[g]
+            pa, pb = profile_on(geo.model, a), profile_on(geo.model, b)
+            if pa is None or pb is None:
+                continue
+            if geo.default_table[pa.index][occ] >= 0:
+                fa.append(i)
+            if geo.default_table[pb.index][occ] >= 0:
+                fb.append(i)
+            if _pair_fits(geo, pa.index, pb.index, occ):
+                return True
+        return any(x != y for x in fa for y in fb)
+
     def vacate(self, g: Gpu) -> bool:
         """Move every VM off GPU g by the rule; on failure nothing changes."""
+        holders = self.holders[g]
+        vms = self._by_size.get(holders)
+        if vms is None:
+            vms = self._by_size[holders] = sorted((self.dc.vms[v] for v in holders), key=self.size_key)
+        # Necessary conditions, checked on the state before any VM moves: while they move, slices and
+        # CPU/RAM only get claimed and the GPUs that may receive stay the same, so a VM that fails
+        # them now fails them when its turn comes, and the vacate below would fail (changing nothing).
+        for vm in vms:
+            if vm.id in self.moved or not self.may_place(vm, g):
+                return False
         mark = self.mark()
-        vms = sorted((self.dc.vms[v] for v in self.holders[g]), key=_largest_first)
         sources: set[Gpu] = set()
         for vm in vms:
             if vm.id in self.moved:  # each VM moves at most once
@@ -192,17 +339,34 @@ class CompactionState:
 
     def add_free_gpu(self, gpu_class: str) -> Gpu | None:
         """An idle GPU of the class: on an active PM if any, else any; lowest (pm, gpu)."""
-        idle = [
-            (j, k)
-            for j in self.dc.class_pms[gpu_class]
-            for k in class_gpus(self.dc, j, gpu_class)
-            if (j, k) not in self.active and (j, k) not in self.added
-        ]
-        on_active = [g for g in idle if self.pm_vms[g[0]] > 0]
-        pick = (on_active or idle or [None])[0]
+        pick: Gpu | None = None
+        for g in self.idle[gpu_class]:
+            if g in self.added:
+                continue
+            if self.pm_vms[g[0]] > 0:
+                pick = g
+                break
+            if pick is None:
+                pick = g
         if pick is not None:
             self._set(self.added, pick, True)
         return pick
+
+
+# (geometry, profile index, profile index, used slices) -> fits; the key holds the geometry itself, so
+# an id is never reused for another one while cached.
+_PAIR_FITS: dict[tuple[Any, int, int, int], bool] = {}
+
+
+def _pair_fits(geo: Any, ia: int, ib: int, occ: int) -> bool:
+    """Profiles ia and ib of `geo` fit together on a GPU whose slices `occ` are used (cached)."""
+    key = (geo, ia, ib, occ)
+    hit = _PAIR_FITS.get(key)
+    if hit is None:
+        hit = _PAIR_FITS[key] = any(
+            not (ma & mb) and not (occ & (ma | mb)) for _, ma in geo.windows[ia] for _, mb in geo.windows[ib]
+        )
+    return hit
 
 
 def _largest_first(vm: VmSpec) -> tuple[int, int, str]:

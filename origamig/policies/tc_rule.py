@@ -33,15 +33,20 @@ def tc_place(
     slots: list[GiSlot | None] = [None] * len(vm.gis)
     used: dict[int, None] = {}
     for n in order:
+        gi = vm.gis[n]
         best: tuple[float, int, int, Profile] | None = None
-        for i, (_, geo, blocked, sm, sc) in enumerate(views):
-            p = profile_on(geo.model, vm.gis[n])
-            z = None if p is None else geo.default_start(blocked, p)
-            if z is None:
+        for i, view in enumerate(views):
+            geo = view[1]
+            model = geo.model
+            p = gi if gi.gpu_model == model.name else profile_on(model, gi)
+            if p is None:
                 continue
-            u = joint_utilization(geo, sm + p.memory_slices, sc + p.compute_slices)  # type: ignore[union-attr]
+            z = geo.default_table[p.index][view[2]]  # geo.default_start, inlined (-1: no room)
+            if z < 0:
+                continue
+            u = joint_utilization(geo, view[3] + p.memory_slices, view[4] + p.compute_slices)
             if best is None or u > best[0]:  # ascending gpu: ties keep the lowest
-                best = (u, i, z, p)  # type: ignore[assignment]
+                best = (u, i, z, p)
         if best is None:
             return None
         _, i, z, p = best
