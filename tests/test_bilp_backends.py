@@ -99,3 +99,13 @@ def test_deterministic_mode_repeats_exactly(name: str) -> None:
     assert runs[0].work == runs[1].work
     if name == "cpsat":  # (HiGHS's node budget does not bind here: it proves the optimum at the root)
         assert runs[0].result.termination == "work_limit"
+
+
+def test_deterministic_limits_never_enforce_the_wall_clock():
+    from origamig.bilp.backends.base import get_backend, make_limits
+
+    for solver in ("highs", "cpsat"):
+        limits = make_limits(solver, time_limit_s=0.001, deterministic=True)
+        assert limits.work_limit == get_backend(solver).default_work_limit
+        assert limits.wall_limit_s is None  # the result cannot depend on the machine's load
+        assert make_limits(solver, time_limit_s=3.0).wall_limit_s == 3.0

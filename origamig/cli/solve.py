@@ -94,13 +94,13 @@ def solve(
     ] = None,
 ) -> None:
     """Optimize a snapshot: admit pending VMs, consolidate, and plan the live migrations to get there."""
-    from origamig.bilp import Limits  # pyomo and the solvers load only when a solve runs
+    from origamig.bilp.backends.base import make_limits  # the solvers load only when a solve runs
     from origamig.snapshot_solve import outcome_json, output_document, solve_snapshot
 
     snap = load_snapshot(snapshot)
     overrides = {"accept": accept, "pm": pm, "gpu": gpu, "free_start": free_start, "migration": migration}
     weights = _weights(snap.weights, overrides)
-    limits = Limits(time_limit_s=time_limit, threads=threads, deterministic=deterministic)
+    limits = make_limits(solver.value, time_limit, threads, deterministic)
     with _stdout_to_stderr():
         outcome = solve_snapshot(snap, weights, solver.value, limits, neighborhood)
     if out is not None:

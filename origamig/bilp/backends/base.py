@@ -43,6 +43,14 @@ class Limits:
     work_limit: float | None = None
     gap: float = 0.0  # relative gap at which to stop (0: prove optimal)
 
+    @property
+    def wall_limit_s(self) -> float | None:
+        """The wall-clock limit the backends enforce: none in deterministic mode with a work budget,
+        so that the machine's load cannot change the result; otherwise `time_limit_s`."""
+        if self.deterministic and self.work_limit is not None:
+            return None
+        return self.time_limit_s
+
     def thread_count(self) -> int:
         if self.threads is not None:
             return max(1, self.threads)
@@ -93,6 +101,7 @@ class Backend(Protocol):
     name: str
     features: frozenset[str]
     seconds_per_work: float  # wall seconds per unit of `SolveResult.work` on one idle core
+    default_work_limit: float  # work budget of a deterministic solve when the caller gives none
 
     @classmethod
     def available(cls) -> str | None: ...
@@ -126,3 +135,19 @@ def available() -> dict[str, str | None]:
             continue
         out[name] = module.BACKEND.available()
     return out
+
+
+def make_limits(
+    solver: str,
+    time_limit_s: float | None = 10.0,
+    threads: int | None = None,
+    deterministic: bool = False,
+    work_limit: float | None = None,
+) -> Limits:
+    """`Limits` for `solver`; a deterministic solve without a work budget gets the backend's default,
+    so that its result never depends on the wall clock."""
+    if deterministic and work_limit is None:
+        work_limit = get_backend(solver).default_work_limit
+    return Limits(
+        time_limit_s=time_limit_s, threads=threads, deterministic=deterministic, work_limit=work_limit
+    )

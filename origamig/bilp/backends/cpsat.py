@@ -34,6 +34,8 @@ class CpSatBackend:
     # Wall seconds per unit of reported work on one idle core, for the load-independent call
     # time of deterministic simulations: one deterministic second
     # took about 1.2 s of CPU on 16-PM neighborhoods.
+    # Work budget of a deterministic solve when the caller gives none (deterministic seconds).
+    default_work_limit: ClassVar[float] = 10.0
     seconds_per_work: ClassVar[float] = 1.2
 
     @classmethod
@@ -54,8 +56,8 @@ class CpSatBackend:
         solver = cp_model.CpSolver()
         self._apply_limits(solver.parameters, limits, t0)
         guard = None
-        if limits.time_limit_s is not None:
-            guard = threading.Timer(limits.time_limit_s + _GUARD_GRACE_S, solver.stop_search)
+        if limits.wall_limit_s is not None:
+            guard = threading.Timer(limits.wall_limit_s + _GUARD_GRACE_S, solver.stop_search)
             guard.daemon = True
             guard.start()
         try:
@@ -77,8 +79,8 @@ class CpSatBackend:
             p.extra_subsolvers.append("max_lp")
         if limits.deterministic and workers > 1:
             p.interleave_search = True
-        if limits.time_limit_s is not None:
-            p.max_time_in_seconds = max(0.01, limits.time_limit_s - (time.perf_counter() - t0))
+        if limits.wall_limit_s is not None:
+            p.max_time_in_seconds = max(0.01, limits.wall_limit_s - (time.perf_counter() - t0))
         if limits.work_limit is not None:
             p.max_deterministic_time = float(limits.work_limit)
         p.relative_gap_limit = float(limits.gap)

@@ -40,6 +40,8 @@ class HighsBackend:
     # Wall seconds per unit of reported work on one idle core, for the load-independent call
     # time of deterministic simulations: one unit (1000 simplex
     # iterations) took 0.5-0.6 s of CPU on 16-PM neighborhoods.
+    # Work budget of a deterministic solve when the caller gives none (branch-and-bound nodes).
+    default_work_limit: ClassVar[float] = 1000.0
     seconds_per_work: ClassVar[float] = 0.55
 
     @classmethod
@@ -76,10 +78,10 @@ class HighsBackend:
         h.HandleUserInterrupt = True
         h.startSolve()
         interrupted = False
-        if limits.time_limit_s is None:
+        if limits.wall_limit_s is None:
             h.wait()
         else:
-            done, _ = h.wait(max(0.0, limits.time_limit_s - (time.perf_counter() - t0)) + _GUARD_GRACE_S)
+            done, _ = h.wait(max(0.0, limits.wall_limit_s - (time.perf_counter() - t0)) + _GUARD_GRACE_S)
             if not done:
                 interrupted = True
                 h.cancelSolve()
@@ -94,8 +96,8 @@ class HighsBackend:
         h.setOptionValue("output_flag", False)
         h.setOptionValue("threads", threads)
         h.setOptionValue("random_seed", 0)
-        if limits.time_limit_s is not None:
-            h.setOptionValue("time_limit", float(limits.time_limit_s))
+        if limits.wall_limit_s is not None:
+            h.setOptionValue("time_limit", float(limits.wall_limit_s))
         if limits.work_limit is not None:
             h.setOptionValue("mip_max_nodes", max(1, math.ceil(limits.work_limit)))
         h.setOptionValue("mip_rel_gap", float(limits.gap))

@@ -19,7 +19,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from origamig.bilp import Limits
+from origamig.bilp.backends.base import make_limits
 from origamig.datacenter import DataCenter, VmSpec
 from origamig.objective import Weights
 from origamig.policies.base import ArrivalDecision, Deferred, Placed, Rejection, Work, register
@@ -67,9 +67,7 @@ class OrigaMIG:
             base = Weights(base.accept, base.pm, base.gpu, base.free_start, delta, base.free_start_by_profile)
         self.weights = base
         self.solver = solver
-        self.limits = Limits(
-            time_limit_s=time_limit_s, threads=threads, deterministic=deterministic, work_limit=work_limit
-        )
+        self.limits = make_limits(solver, time_limit_s, threads, deterministic, work_limit)
         self.bounds = Bounds(m_max=m_max, n_max=n_max, bound=bound)
         self.triggers = Triggers(theta=theta, timer_s=timer_s)
         self.random = random.Random(seed) if random_neighborhoods else None
