@@ -1,0 +1,475 @@
+"""Shared machinery of the simulation sweeps (loads, variants, migration_penalty, ablation).
+
+A sweep is a list of `Cell`s — (row, column, policy, configuration, seed) — run with the simulator's
+`run_all` in parallel processes (`--workers`) or on a Dask cluster (`--scheduler`), with a live rich
+progress bar. The rows are what a table compares (a policy, or a policy with options); the columns
+are what the sweep varies (a load, a variant, or nothing). Every run is kept in the JSON results
+together with the scale it ran at, means and 95% CIs per (row, column), and differences paired by seed.
+
+`Scale` names the size of a sweep: `quick` (CI-sized: 32 PMs, 24 h + 24 h, few seeds, a reproducible
+work limit on OrigaMIG's solver), `full` (the paper's: 128 PMs, 48 h + 72 h, 10 s calls) and `smoke`
+(a few simulated hours on 8 PMs, for the tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import sys
+import textwrap
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from origamig.sim.aggregate import mean_ci
+from origamig.sim.metrics import METRIC_NAMES
+from origamig.sim.runner import RunSpec, run_all
+from origamig.sim.scenario import SimConfig, build_pms
+from origamig.sim.workload import HOUR
+
+DERIVED_NAMES = (*METRIC_NAMES, "active_pms_pct", "active_gpus_pct", "migrations_per_admitted_vm")
+RESULTS = Path(__file__).resolve().parent / "results"
+OURS_COLOR = "tab:blue"
+POLICY_COLORS = {"ff": "tab:gray", "mfi": "tab:green", "tc": "tab:orange", "origamig": "tab:blue"}
+POLICY_LABELS = {"ff": "FF", "mfi": "MFI", "tc": "TC", "origamig": "OrigaMIG"}
+
+
+@dataclass(frozen=True)
+class Scale:
+    """How big a sweep is; `describe()` is printed and stored with the results."""
+
+    name: str
+    pms: int
+    warmup_h: float
+    measure_h: float
+    seeds: tuple[int, ...]
+    time_limit_s: float | None  # OrigaMIG's per-call wall-clock limit (None: no wall-clock effect)
+    deterministic: bool  # True: calls take modeled time; with no time limit, only `work_limit` stops them
+    work_limit: float | None = None
+    threads: int | None = 1
+    solver: str = "highs"  # OrigaMIG's BILP backend: highs | cpsat
+
+    def config(self, **changes: Any) -> SimConfig:
+        """The base configuration of this scale, with `changes` (load, variant, policy_options...)."""
+        base = SimConfig(
+            pms=self.pms,
+            warmup_s=self.warmup_h * HOUR,
+            measure_s=self.measure_h * HOUR,
+            deterministic=self.deterministic,
+            solver=self.solver,
+        )
+        return base.replace(**changes)
+
+    def origamig_options(self, **overrides: Any) -> tuple[tuple[str, Any], ...]:
+        """OrigaMIG's solver options at this scale (`overrides` win), as `SimConfig.policy_options`."""
+        opts: dict[str, Any] = {"time_limit_s": self.time_limit_s, "threads": self.threads}
+        if self.work_limit is not None:
+            opts["work_limit"] = self.work_limit
+        opts.update(overrides)
+        return tuple(sorted(opts.items()))
+
+    def describe(self) -> str:
+        budget = (
+            f"deterministic, at most {self.work_limit:g} B&B nodes per call, no wall-clock limit"
+            if self.deterministic and self.work_limit is not None and self.time_limit_s is None
+            else f"{self.time_limit_s} s per call" + (", deterministic" if self.deterministic else "")
+        )
+        return (
+            f"{self.name} scale: {self.pms} PMs, "
+            f"{self.warmup_h:g} h warm-up + {self.measure_h:g} h measured, "
+            f"seeds {','.join(map(str, self.seeds))}; OrigaMIG calls: {self.solver}, {budget}, "
+            f"{self.threads or 'all'} thread(s)"
+        )
+
+
+# Quick runs are reproducible: no wall-clock limit (a wall-clock guard on a loaded 2-core machine
+# interrupted half of the calls in a first trial), a node budget that almost never binds instead.
+QUICK = Scale("quick", pms=32, warmup_h=24, measure_h=24, seeds=(1, 2), time_limit_s=None,
+              deterministic=True, work_limit=100)  # fmt: skip
+FULL = Scale("full", pms=128, warmup_h=48, measure_h=72, seeds=(1, 2, 3, 4, 5), time_limit_s=10.0,
+             deterministic=False, work_limit=None, threads=None)  # fmt: skip
+SMOKE = Scale("smoke", pms=8, warmup_h=2, measure_h=2, seeds=(1,), time_limit_s=None,
+              deterministic=True, work_limit=20)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run of a sweep: the row it belongs to, its column (load/variant/""), and what to run."""
+
+    row: str
+    col: str
+    policy: str
+    config: SimConfig
+    seed: int
+
+    def spec(self) -> RunSpec:
+        return RunSpec(self.config, self.policy, self.seed)
+
+
+@dataclass
+class Sweep:
+    """The runs of a sweep, by (row, column, seed), with their wall times."""
+
+    name: str
+    scale: Scale
+    cells: list[Cell]
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    wall_s: float = 0.0
+
+    def metric(self, row: str, col: str, name: str) -> dict[str, Any]:
+        """Mean, 95% CI half-width, n and values of `name` over the seeds of (row, col)."""
+        return mean_ci(r["metrics"].get(name) for r in self.runs if r["row"] == row and r["col"] == col)
+
+    def by_seed(self, row: str, col: str, name: str) -> dict[int, float]:
+        return {
+            r["seed"]: r["metrics"][name]
+            for r in self.runs
+            if r["row"] == row and r["col"] == col and r["metrics"].get(name) is not None
+        }
+
+    def paired(self, row: str, base: str, col: str, name: str) -> list[tuple[int, float, float]]:
+        """(seed, value of row, value of base) over the seeds both ran."""
+        a, b = self.by_seed(row, col, name), self.by_seed(base, col, name)
+        return [(s, a[s], b[s]) for s in sorted(set(a) & set(b))]
+
+    def reduction_pct(self, row: str, base: str, col: str, name: str = "active_pms") -> dict[str, Any]:
+        """100·(base − row)/base paired by seed: how much lower `row` keeps `name` (mean ± CI)."""
+        return mean_ci(100.0 * (b - a) / b for _, a, b in self.paired(row, base, col, name) if b)
+
+    def gain(self, row: str, base: str, col: str, name: str, scale: float = 1.0) -> dict[str, Any]:
+        """scale·(row − base) paired by seed (e.g. acceptance gain in percentage points)."""
+        return mean_ci(scale * (a - b) for _, a, b in self.paired(row, base, col, name))
+
+
+# --- running ---------------------------------------------------------------------------------------
+def run(
+    name: str,
+    scale: Scale,
+    cells: Sequence[Cell],
+    workers: int = 2,
+    scheduler: str | None = None,
+    show_progress: bool = True,
+) -> Sweep:
+    """Run every cell (longest-looking first, so that the pool drains evenly) and collect the runs."""
+    order = sorted(range(len(cells)), key=lambda i: cells[i].policy != "origamig")
+    specs = [cells[i].spec() for i in order]
+    sweep = Sweep(name, scale, list(cells))
+    records: dict[int, dict[str, Any]] = {}
+    t0 = time.perf_counter()
+    with _progress(show_progress) as bar:
+        task = bar.add_task(f"{name} ({scale.name})", total=len(specs)) if bar else None
+
+        def done(i: int, result: Any) -> None:
+            cell = cells[order[i]]
+            records[order[i]] = _record(cell, result)
+            if bar is not None:
+                bar.update(task, advance=1, description=f"{name}: {cell.row} {cell.col} seed {cell.seed}")
+
+        run_all(specs, workers=workers, scheduler=scheduler, done=done)
+    sweep.wall_s = time.perf_counter() - t0
+    sweep.runs = [records[i] for i in range(len(cells)) if i in records]
+    return sweep
+
+
+def load_sweep(name: str, scale: Scale, out_dir: Path = RESULTS) -> Sweep:
+    """The sweep stored in <out_dir>/<name>-<scale>.json (to redo its tables and figure without running)."""
+    path = out_dir / f"{name}-{scale.name}.json"
+    doc = json.loads(path.read_text())
+    stored = dict(doc["scale"], seeds=tuple(doc["scale"]["seeds"]))
+    scale = Scale(**stored)
+    cells = [
+        Cell(
+            r["row"],
+            r["col"],
+            r["policy"],
+            scale.config(
+                load=r["load"],
+                variant=r["variant"],
+                policy_options=tuple(sorted(r["policy_options"].items())),
+            ),
+            r["seed"],
+        )
+        for r in doc["runs"]
+    ]
+    for run, cell in zip(doc["runs"], cells, strict=True):
+        derive(run, cell.config)
+    return Sweep(name, scale, cells, runs=list(doc["runs"]), wall_s=float(doc.get("wall_s") or 0.0))
+
+
+def run_or_load(name: str, scale: Scale, cells: Sequence[Cell], args: argparse.Namespace) -> Sweep:
+    """`run` the cells, or with `--replot` read the stored results of this scale instead."""
+    if getattr(args, "replot", False):
+        return load_sweep(name, scale, args.out)
+    return run(name, scale, cells, args.workers, args.scheduler, not args.no_progress)
+
+
+class _NoBar:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _progress(show: bool) -> Any:
+    if not show:
+        return _NoBar()
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        transient=False,
+    )
+
+
+def _record(cell: Cell, result: Any) -> dict[str, Any]:
+    record = {
+        "row": cell.row,
+        "col": cell.col,
+        "policy": cell.policy,
+        "seed": cell.seed,
+        "load": cell.config.load,
+        "variant": cell.config.variant,
+        "policy_options": dict(cell.config.policy_options),
+        "metrics": dict(result.metrics),
+        "counters": dict(result.counters),
+        "requests": result.requests,
+        "calls": result.calls,
+        "wall_s": result.wall_s,
+    }
+    derive(record, cell.config)
+    return record
+
+
+def derive(record: dict[str, Any], config: SimConfig) -> None:
+    """Add the derived metrics to a run record: shares comparable across data-center sizes (Table 8
+    gives active GPUs in %) and migrations per admitted VM (Table 10). The admitted VMs of the measured
+    window are estimated as requests × measured/total time × acceptance (arrivals are Poisson, uniform
+    in time; acceptance is a share of memory slices, close to the share of VMs)."""
+    metrics = record["metrics"]
+    pms = build_pms(config)
+    gpus = sum(len(pm.gpus) for pm in pms)
+    metrics["active_pms_pct"] = 100.0 * metrics["active_pms"] / len(pms) if pms else None
+    metrics["active_gpus_pct"] = 100.0 * metrics["active_gpus"] / gpus if gpus else None
+    admitted = record["requests"] * config.measure_s / config.horizon_s * (metrics["acceptance"] or 0.0)
+    hours = config.measure_s / HOUR
+    metrics["migrations_per_admitted_vm"] = (
+        metrics["migrations_per_hour"] * hours / admitted if admitted else None
+    )
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A metric as a table shows it: key in the run's metrics, label with unit, factor, digits, and how
+    the paper's value scales to ours ("pms": with the PM count, "energy": PMs and measured hours)."""
+
+    key: str
+    label: str
+    factor: float = 1.0
+    digits: int = 1
+    paper_key: str | None = None
+    extensive: str | None = None
+
+
+SHOWN = (
+    Shown("acceptance", "Accept. (%)", 100, 1, "acceptance_pct"),
+    Shown("active_pms", "Active PMs", 1, 1, "active_pms", "pms"),
+    Shown("active_pms_pct", "Active PMs (% of PMs)", 1, 1),
+    Shown("active_gpus_pct", "Active GPUs (%)", 1, 1, "active_gpus_pct"),
+    Shown("packing_density", "Packing (%)", 100, 1, "packing_pct"),
+    Shown("energy_mwh", "Energy (MWh)", 1, 3, "energy_mwh", "energy"),
+    Shown("energy_kwh_per_gpu_hour", "Energy per GPU-h (kWh)", 1, 3),
+    Shown("switch_ons_per_hour", "Switch-ons/h", 1, 1, "switch_ons_per_hour", "pms"),
+    Shown("migrations_per_hour", "Migr./h", 1, 1, "migrations_per_hour", "pms"),
+    Shown("migrated_gb_per_hour", "Migrated GB/h", 1, 0, "migrated_gb_per_hour", "pms"),
+    Shown("mean_wait_s", "Wait (s)", 1, 1, "mean_wait_s"),
+    Shown("calls_per_hour", "Calls/h", 1, 1, "calls_per_hour", "pms"),
+    Shown("median_call_s", "Median call (s)", 1, 2, "median_call_s"),
+)
+SHOWN_BY_KEY = {s.key: s for s in SHOWN}
+
+
+def paper_at_scale(value: float | None, shown: Shown, scale: Scale) -> float | None:
+    """The paper's value (128 PMs, 72 h measured) as it would read at `scale` (extensive metrics only)."""
+    if value is None:
+        return None
+    if shown.extensive == "pms":
+        return value * scale.pms / 128
+    if shown.extensive == "energy":
+        return value * scale.pms / 128 * scale.measure_h / 72
+    return value
+
+
+# --- results ---------------------------------------------------------------------------------------
+def summary(sweep: Sweep) -> list[dict[str, Any]]:
+    """Every metric as mean ± 95% CI per (row, column), in the order the cells were built."""
+    keys = list(dict.fromkeys((c.row, c.col) for c in sweep.cells))
+    return [
+        {"row": row, "col": col, "metrics": {m: sweep.metric(row, col, m) for m in DERIVED_NAMES}}
+        for row, col in keys
+    ]
+
+
+def write_json(sweep: Sweep, extra: dict[str, Any], out_dir: Path = RESULTS) -> Path:
+    """benchmarks/results/<name>-<scale>.json: the scale, every run, the summary and `extra`."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{sweep.name}-{sweep.scale.name}.json"
+    doc = {
+        "benchmark": sweep.name,
+        "scale": asdict(sweep.scale),
+        "scale_text": sweep.scale.describe(),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "wall_s": round(sweep.wall_s, 1),
+        "runs": sweep.runs,
+        "summary": summary(sweep),
+        **extra,
+    }
+    path.write_text(json.dumps(_clean(doc), indent=1) + "\n")
+    return path
+
+
+def _clean(x: Any) -> Any:
+    """JSON-safe: NaN/inf become null, tuples lists."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    return x
+
+
+def fmt(stats: dict[str, Any], scale: float = 1.0, digits: int = 1) -> str:
+    """'mean ± ci' of a `mean_ci` result times `scale` ('–' when empty)."""
+    if stats.get("mean") is None:
+        return "–"
+    mean = stats["mean"] * scale
+    if stats.get("n", 0) > 1 and stats.get("ci95") is not None:
+        return f"{mean:.{digits}f} ± {abs(stats['ci95'] * scale):.{digits}f}"
+    return f"{mean:.{digits}f}"
+
+
+def ref(value: float | None, digits: int = 1) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def print_table(title: str, header: Sequence[str], rows: Iterable[Sequence[str]], caption: str = "") -> None:
+    """A rich table (first column left-aligned, the others right-aligned)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title, caption=caption, show_lines=False)
+    for n, h in enumerate(header):
+        table.add_column(h, justify="left" if n == 0 else "right", no_wrap=n == 0)
+    for row in rows:
+        table.add_row(*row)
+    Console(width=max(120, 14 * len(header))).print(table)
+
+
+# --- figures ---------------------------------------------------------------------------------------
+def figure(nrows: int, ncols: int, width: float, height: float, title: str) -> tuple[Any, Any]:
+    """A matplotlib figure (Agg backend) with a suptitle naming the scale."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width, height), squeeze=False)
+    lines = textwrap.wrap(f"{title} ({ERRBAR_NOTE})", width=int(width * 11))
+    fig.suptitle("\n".join(lines), fontsize=11)
+    return fig, axes
+
+
+ERRBAR_NOTE = "bars: 95% CI over seeds when n ≥ 3, else min–max over seeds"
+
+
+def errbar(stats: dict[str, Any], factor: float = 1.0) -> tuple[float, float]:
+    """(below, above) the mean for an error bar: the 95% CI when n ≥ 3, else the range of the values
+    (a t-interval over two seeds is ±12.7 standard errors and would flatten every plot)."""
+    if stats.get("mean") is None:
+        return (0.0, 0.0)
+    mean = stats["mean"] * factor
+    if stats.get("n", 0) >= 3 and stats.get("ci95") is not None:
+        half = abs(stats["ci95"] * factor)
+        return (half, half)
+    values = [v * factor for v in stats.get("values", [])] or [mean]
+    return (max(0.0, mean - min(values)), max(0.0, max(values) - mean))
+
+
+def errbars(stats: Sequence[dict[str, Any]], factor: float = 1.0) -> list[list[float]]:
+    """`yerr`/`xerr` for matplotlib: [[below...], [above...]] of the non-empty `stats`."""
+    pairs = [errbar(s, factor) for s in stats if s.get("mean") is not None]
+    return [[p[0] for p in pairs], [p[1] for p in pairs]]
+
+
+def save_figure(fig: Any, sweep: Sweep, out_dir: Path = RESULTS, bottom: float = 0.0) -> Path:
+    """Write <out_dir>/<name>-<scale>.png; `bottom` leaves room for a figure-wide legend."""
+    import matplotlib.pyplot as plt
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{sweep.name}-{sweep.scale.name}.png"
+    lines = fig.get_suptitle().count("\n") + 1
+    top = 1.0 - 0.2 * (lines + 0.5) / fig.get_figheight()  # room for the title (inches → fraction)
+    fig.tight_layout(rect=(0, bottom, 1, top))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+# --- command line ----------------------------------------------------------------------------------
+def parser(description: str, quick: Scale = QUICK, full: Scale = FULL) -> argparse.ArgumentParser:
+    """The options every sweep script shares; `quick`/`full` are the script's own scales (for --help)."""
+    p = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="CI-sized run (default): " + quick.describe())
+    size.add_argument(
+        "--full", action="store_true", help="the paper's scale (for a cluster): " + FULL.describe()
+    )
+    p.add_argument("--workers", type=int, default=2, help="parallel processes (default 2)")
+    p.add_argument("--scheduler", default=None, help="run on a Dask cluster: tcp://HOST:PORT")
+    p.add_argument("--seeds", type=int, default=None, help="override the number of seeds (1..N)")
+    p.add_argument(
+        "--solver", choices=("highs", "cpsat"), default=None, help="OrigaMIG's solver (default highs)"
+    )
+    p.add_argument("--no-progress", action="store_true", help="no live progress bar")
+    p.add_argument("--replot", action="store_true", help="redo table/figure from the stored JSON, no runs")
+    p.add_argument("--out", type=Path, default=RESULTS, help=f"results folder (default {RESULTS})")
+    return p
+
+
+def scale_from(args: argparse.Namespace, quick: Scale, full: Scale) -> Scale:
+    chosen = full if args.full else quick
+    if args.seeds is not None:
+        if args.seeds < 1:
+            raise SystemExit(f"error: --seeds: {args.seeds} must be at least 1")
+        chosen = replace(chosen, seeds=tuple(range(1, args.seeds + 1)))
+    if getattr(args, "solver", None):
+        chosen = replace(chosen, solver=args.solver)
+    return chosen
+
+
+def gpus_of(scale: Scale, variant: str = "default") -> int:
+    """The number of GPUs of the scale's data center (for 'active GPUs (%)')."""
+    return sum(len(pm.gpus) for pm in build_pms(scale.config(variant=variant)))
+
+
+def main_wrapper(fn: Callable[[argparse.Namespace], None], args: argparse.Namespace) -> None:
+    """Turn a `UserError` into `error: ...` lines and exit code 2, as the CLI does."""
+    from origamig.errors import UserError
+
+    try:
+        fn(args)
+    except UserError as exc:
+        for line in str(exc).splitlines():
+            print(f"error: {line}", file=sys.stderr)
+        raise SystemExit(2) from None

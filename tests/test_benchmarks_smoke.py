@@ -1,0 +1,144 @@
+"""The sweep scripts of benchmarks/ (loads, variants, migration_penalty, ablation) end to end on a tiny
+configuration: 8 PMs, 2 h + 2 h simulated, one seed, FF/TC (and OrigaMIG without calls) only, in
+process. Proves the machinery (cells, run_all, tables, JSON, PNG) works without the real quick runs."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+import ablation  # noqa: E402
+import loads  # noqa: E402
+import migration_penalty  # noqa: E402
+import paper_values  # noqa: E402
+import sweep  # noqa: E402
+import variants  # noqa: E402
+
+SMOKE = sweep.SMOKE
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _check_outputs(sw: sweep.Sweep, json_path: Path, png_path: Path) -> dict:
+    doc = json.loads(json_path.read_text())
+    assert doc["scale_text"].startswith("smoke scale: 8 PMs, 2 h warm-up + 2 h measured")
+    assert len(doc["runs"]) == len(sw.cells)
+    for run in doc["runs"]:
+        acc = run["metrics"]["acceptance"]
+        assert acc is None or 0.0 <= acc <= 1.0
+        assert 0.0 <= run["metrics"]["active_pms_pct"] <= 100.0
+    assert png_path.read_bytes()[:8] == PNG_MAGIC
+    return doc
+
+
+def test_loads_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cells = loads.cells(SMOKE, (0.75,), policies=("ff", "tc"))
+    sw = sweep.run("loads", SMOKE, cells, workers=1, show_progress=False)
+    findings = loads.analyse(sw, (0.75,))
+    loads.print_tables(sw, (0.75,), findings)
+    assert "Load 0.75" in capsys.readouterr().out
+    doc = _check_outputs(
+        sw, sweep.write_json(sw, {"findings": findings}, tmp_path), loads.draw(sw, (0.75,), tmp_path)
+    )
+    # Paired by seed: every policy of a seed sees the same request stream.
+    assert len({r["requests"] for r in doc["runs"]}) == 1
+    assert findings["origamig_fewer_pms_than_tc"] == [0, 0]  # no OrigaMIG row ran
+    ff = sw.by_seed("ff", "0.75", "migrations_per_hour")
+    assert ff == {1: 0.0}  # FF never migrates
+    # --replot reads the stored sweep back: same runs, same statistics.
+    back = sweep.load_sweep("loads", SMOKE, tmp_path)
+    assert back.metric("tc", "0.75", "active_pms") == sw.metric("tc", "0.75", "active_pms")
+    assert [c.config for c in back.cells] == [c.config for c in cells]
+
+
+def test_variants_smoke(tmp_path: Path) -> None:
+    names = ("default", "a30-only")
+    cells = variants.cells(SMOKE, names, (), rows=("ff", "tc"))
+    sw = sweep.run("variants", SMOKE, cells, workers=1, show_progress=False)
+    findings = variants.analyse(sw, names)
+    variants.print_table(sw, names, findings)
+    _check_outputs(
+        sw,
+        sweep.write_json(sw, {"findings": findings}, tmp_path),
+        variants.draw(sw, names, findings, tmp_path),
+    )
+    # a30-only: every GPU of the data center is an A30, so no run there places an A100 VM.
+    assert {r["variant"] for r in sw.runs} == set(names)
+    assert set(findings["per_variant"]["a30-only"]["pms_reduction_vs_ff_pct"]) == {"tc"}
+
+
+def test_migration_penalty_smoke(tmp_path: Path) -> None:
+    cells = migration_penalty.cells(SMOKE, deltas=(), periods=(15, 60))
+    rows = ("tc-15min", "tc-60min")
+    sw = sweep.run("migration_penalty", SMOKE, cells, workers=1, show_progress=False)
+    findings = migration_penalty.analyse(sw, rows)
+    migration_penalty.print_table(sw, rows, findings)
+    path = sweep.write_json(sw, {"findings": findings}, tmp_path)
+    _check_outputs(sw, path, migration_penalty.draw(sw, rows, findings, tmp_path))
+    options = {r["row"]: r["policy_options"] for r in sw.runs}
+    assert options["tc-15min"] == {"period_s": 900.0} and options["tc-60min"] == {"period_s": 3600.0}
+
+
+def test_ablation_without_calls_is_ff(tmp_path: Path) -> None:
+    # Paper §6.7: "Without any call, OrigaMIG reduces to FF" — same requests, same arrival rule.
+    rows = ("no-calls",)
+    cells = ablation.cells(SMOKE, rows)
+    sw = sweep.run("ablation", SMOKE, cells, workers=1, show_progress=False)
+    findings = ablation.analyse(sw, rows)
+    ablation.print_table(sw, rows, findings)
+    _check_outputs(
+        sw, sweep.write_json(sw, {"findings": findings}, tmp_path), ablation.draw(sw, rows, tmp_path)
+    )
+    assert findings["no_calls_equals_ff"]
+    assert sw.by_seed("no-calls", "0.85", "acceptance") == sw.by_seed("ff", "0.85", "acceptance")
+
+
+def test_ablation_rows_cover_table11() -> None:
+    assert set(ablation.ROWS) == set(paper_values.TABLE11) and len(ablation.ROWS) == 14
+    # Time-limit rows in deterministic runs: the node budget scales by t / 10 s (100 nodes · 1/10 = 10).
+    quick = dataclasses.replace(sweep.QUICK, work_limit=100)
+    assert ablation.row_options(quick, "tl-1") == {"work_limit": 10.0}
+    assert ablation.row_options(sweep.FULL, "tl-30") == {"time_limit_s": 30.0}
+    assert ablation.row_options(quick, "mmax-8") == {"m_max": 8, "n_max": 32}
+
+
+def test_paired_statistics_by_hand() -> None:
+    sw = sweep.Sweep("t", SMOKE, [])
+    sw.runs = [
+        {"row": "ff", "col": "x", "seed": 1, "metrics": {"active_pms": 100.0}},
+        {"row": "ff", "col": "x", "seed": 2, "metrics": {"active_pms": 50.0}},
+        {"row": "o", "col": "x", "seed": 1, "metrics": {"active_pms": 90.0}},
+        {"row": "o", "col": "x", "seed": 2, "metrics": {"active_pms": 50.0}},
+        {"row": "o", "col": "x", "seed": 3, "metrics": {"active_pms": 10.0}},  # no FF partner: ignored
+    ]
+    red = sw.reduction_pct("o", "ff", "x")
+    # Seed 1: 100·(100−90)/100 = 10 %; seed 2: 0 %; mean 5 % over n = 2.
+    assert red["n"] == 2 and red["mean"] == pytest.approx(5.0)
+    # 95% CI half-width: t(1) = 12.706 · stdev(10, 0) = 7.071 / √2 → 12.706 · 5 = 63.53.
+    assert red["ci95"] == pytest.approx(63.53, abs=0.01)
+
+
+def test_paper_values_scale() -> None:
+    shown = sweep.SHOWN_BY_KEY["energy_mwh"]
+    quick = sweep.QUICK
+    # 5.57 MWh over 128 PMs and 72 h → at 32 PMs and 24 h: 5.57 · 32/128 · 24/72 = 0.46417.
+    assert sweep.paper_at_scale(5.57, shown, quick) == pytest.approx(0.46417, abs=1e-4)
+    assert sweep.paper_at_scale(99.5, sweep.SHOWN_BY_KEY["acceptance"], quick) == 99.5
+
+
+def test_sweep_on_a_dask_cluster_matches_in_process() -> None:
+    distributed = pytest.importorskip("distributed")
+    cells = loads.cells(SMOKE, (0.5,), policies=("ff",))
+    local = sweep.run("loads", SMOKE, cells, workers=1, show_progress=False)
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as c:
+        remote = sweep.run("loads", SMOKE, cells, scheduler=c.scheduler_address, show_progress=False)
+    # Same seed, same requests, same deterministic policy: the cluster gives the very same metrics.
+    assert [r["metrics"] for r in remote.runs] == [r["metrics"] for r in local.runs]
