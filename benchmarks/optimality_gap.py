@@ -41,6 +41,7 @@ from paper_values import (
     TABLE12_OPT_MEDIAN_S,
     TABLE12_VMS,
 )
+from publish import publish
 
 from origamig.bilp import Limits
 from origamig.catalog import default_catalog
@@ -560,14 +561,7 @@ def main(argv: list[str] | None = None) -> int:
     load = os.getloadavg()
     started = time.perf_counter()
     doc = {"mode": name, "scale": scale, **run(setup, workers=args.workers, scheduler=args.scheduler)}
-    doc["wall_s"] = time.perf_counter() - started
-    doc["meta"] = {"cpus": os.cpu_count(), "loadavg_start": load, "loadavg_end": os.getloadavg()}
-    print_table(doc)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(doc, indent=1))
-    png = args.out.with_suffix(".png")
-    draw(doc, png)
-    print(f"wrote {args.out} and {png} in {doc['wall_s']:.0f} s")
+    publish(doc, args.out, started, load, print_table, draw)
     return 0
 
 

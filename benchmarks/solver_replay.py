@@ -32,6 +32,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from paper_values import TABLE10, TABLE12_CALL_MEDIAN_S
+from publish import publish
 
 from origamig.bilp import Limits, solve_region
 from origamig.catalog import default_catalog
@@ -369,14 +370,7 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
     doc = {"mode": name, "scale": scale, "setup": asdict(setup), "summary": summarize(rows), "calls": rows}
-    doc["wall_s"] = time.perf_counter() - started
-    doc["meta"] = {"cpus": os.cpu_count(), "loadavg_start": load, "loadavg_end": os.getloadavg()}
-    print_table(doc)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(doc, indent=1))
-    png = args.out.with_suffix(".png")
-    draw(doc, png)
-    print(f"wrote {args.out} and {png} in {doc['wall_s']:.0f} s")
+    publish(doc, args.out, started, load, print_table, draw)
     return 0
 
 

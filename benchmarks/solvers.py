@@ -26,9 +26,10 @@ from origamig.bilp import Limits, build_model, compile_model, decode, restrict
 from origamig.bilp.backends.base import get_backend
 from origamig.catalog import default_catalog
 from origamig.check import check_placement
-from origamig.datacenter import MILLI, DataCenter, GiSlot, Placement, PmSpec, VmSpec
-from origamig.mig import geometry
+from origamig.datacenter import MILLI, DataCenter, Placement, PmSpec, VmSpec
 from origamig.objective import Weights, evaluate
+from origamig.policies.base import Rejection
+from origamig.policies.first_fit import first_fit as shared_first_fit
 
 TIME_LIMIT_S = 10.0
 SETTINGS = (("highs", 1), ("highs", 2), ("cpsat", 1), ("cpsat", 2))
@@ -37,25 +38,9 @@ A100 = default_catalog().gpu("A100-40GB")
 
 
 def _first_fit(dc: DataCenter, vm: VmSpec) -> Placement | None:
-    """SPEC §3 first-fit (private copy for this script: GIs largest first, lowest GPU, default start)."""
-    order = sorted(range(len(vm.gis)), key=lambda n: -vm.gis[n].memory_slices)
-    for j, pm in enumerate(dc.pms):
-        if not dc.fits_resources(vm, j):
-            continue
-        occ = [dc.occupancy(j, k) for k in range(len(pm.gpus))]
-        slots: dict[int, GiSlot] = {}
-        for n in order:
-            for k, model in enumerate(pm.gpus):
-                z = geometry(model).default_start(occ[k], vm.gis[n])
-                if z is not None:
-                    occ[k] |= vm.gis[n].mask(z)
-                    slots[n] = GiSlot(k, z)
-                    break
-            else:
-                break
-        if len(slots) == len(vm.gis):
-            return Placement(j, tuple(slots[n] for n in range(len(vm.gis))))
-    return None
+    """The shared arrival rule (`origamig.policies.first_fit`), None where the VM fits nowhere."""
+    hit = shared_first_fit(dc, vm)
+    return None if isinstance(hit, Rejection) else hit
 
 
 def _vm(rng: random.Random, vm_id: str) -> VmSpec:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import random
 
 from origamig.catalog import default_catalog
-from origamig.datacenter import MILLI, DataCenter, GiSlot, Placement, PmSpec, VmSpec
-from origamig.mig import geometry
+from origamig.datacenter import MILLI, DataCenter, Placement, PmSpec, VmSpec
+from origamig.policies.base import Rejection
+from origamig.policies.first_fit import first_fit as shared_first_fit
 
 CATALOG = default_catalog()
 A100 = CATALOG.gpu("A100-40GB")
@@ -19,28 +20,9 @@ A30 = CATALOG.gpu("A30-24GB")
 
 
 def first_fit(dc: DataCenter, vm: VmSpec) -> Placement | None:
-    """Where SPEC §3's first-fit rule puts `vm` now, or None."""
-    order = sorted(range(len(vm.gis)), key=lambda n: -vm.gis[n].memory_slices)
-    for j, pm in enumerate(dc.pms):
-        if not dc.fits_resources(vm, j):
-            continue
-        occ = {k: dc.occupancy(j, k) for k in range(len(pm.gpus))}
-        slots: dict[int, GiSlot] = {}
-        for n in order:
-            prof = vm.gis[n]
-            for k, model in enumerate(pm.gpus):
-                if model.gpu_class != prof.gpu_class or not model.has_profile(prof.name):
-                    continue
-                z = geometry(model).default_start(occ[k], model.profile(prof.name))
-                if z is not None:
-                    occ[k] |= prof.mask(z)
-                    slots[n] = GiSlot(k, z)
-                    break
-            else:
-                break
-        if len(slots) == len(vm.gis):
-            return Placement(j, tuple(slots[n] for n in range(len(vm.gis))))
-    return None
+    """The shared arrival rule (`origamig.policies.first_fit`), None where the VM fits nowhere."""
+    hit = shared_first_fit(dc, vm)
+    return None if isinstance(hit, Rejection) else hit
 
 
 def random_vm(rng: random.Random, vm_id: str, model=A100, max_gis: int = 2) -> VmSpec:

@@ -201,3 +201,28 @@ def test_recording_policy_writes_each_call() -> None:
 def test_spread_picks_evenly() -> None:
     assert solver_replay.spread(list(range(10)), 5) == [0, 2, 4, 6, 8]
     assert solver_replay.spread([1, 2], 5) == [1, 2]
+
+
+def test_publish_writes_json_with_run_time_and_load_and_draws_next_to_it(tmp_path):
+    import json
+    import os
+    import sys
+    import time
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    from publish import publish
+
+    drawn, printed = [], []
+    out = tmp_path / "sub" / "study.json"
+    publish(
+        {"mode": "quick"},
+        out,
+        time.perf_counter(),
+        os.getloadavg(),
+        printed.append,
+        lambda doc, png: drawn.append(png),
+    )
+    doc = json.loads(out.read_text())
+    assert doc["mode"] == "quick" and doc["wall_s"] >= 0 and doc["meta"]["cpus"] == os.cpu_count()
+    assert drawn == [out.with_suffix(".png")] and printed[0]["mode"] == "quick"

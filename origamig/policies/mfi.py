@@ -19,7 +19,8 @@ from __future__ import annotations
 from origamig.catalog import Profile
 from origamig.datacenter import DataCenter, GiSlot, Placement, VmSpec
 from origamig.mig import Geometry
-from origamig.policies.base import ArrivalDecision, Placed, Rejection, Work, register
+from origamig.policies.arrival_only import ArrivalOnlyPolicy
+from origamig.policies.base import Rejection, register
 from origamig.policies.first_fit import choose_pm, class_gpus, profile_on
 
 
@@ -93,34 +94,10 @@ def mfi_fit_on_pm(dc: DataCenter, j: int, vm: VmSpec, order: tuple[int, ...]) ->
 
 
 @register("mfi")
-class MinFragmentationIncrement:
+class MinFragmentationIncrement(ArrivalOnlyPolicy):
     """MFI: each GI where fragmentation grows least; the PM of least total growth."""
 
     name = "mfi"
 
-    def __init__(self) -> None:
-        self._admitted = 0
-        self._rejected = 0
-
-    def arrive(self, dc: DataCenter, vm: VmSpec, now: float, locked: frozenset[int]) -> ArrivalDecision:
-        hit = choose_pm(dc, vm, locked, mfi_fit_on_pm)
-        if isinstance(hit, Rejection):
-            self._rejected += 1
-            return hit
-        self._admitted += 1
-        return Placed(hit)
-
-    def depart(self, dc: DataCenter, vm_id: str, now: float) -> None:
-        return None
-
-    def next_check(self, now: float) -> float | None:
-        return None
-
-    def work(self, dc: DataCenter, now: float) -> Work | None:
-        return None
-
-    def finished(self, dc: DataCenter, work: Work, now: float) -> None:
-        return None
-
-    def counters(self) -> dict[str, float]:
-        return {"admitted": self._admitted, "rejected": self._rejected, "migrations": 0, "bytes_moved": 0}
+    def place(self, dc: DataCenter, vm: VmSpec, locked: frozenset[int]) -> Placement | Rejection:
+        return choose_pm(dc, vm, locked, mfi_fit_on_pm)

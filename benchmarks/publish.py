@@ -1,0 +1,29 @@
+"""How a benchmark script finishes: stamp run time and machine load, print, write JSON and PNG."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+def publish(
+    doc: dict[str, Any],
+    out: Path,
+    started: float,
+    load_at_start: tuple[float, float, float],
+    print_table: Callable[[dict[str, Any]], None],
+    draw: Callable[[dict[str, Any], Path], None],
+) -> None:
+    """Add `wall_s` and the load average to `doc`, print its table, write `out` and `out`.png."""
+    doc["wall_s"] = time.perf_counter() - started
+    doc["meta"] = {"cpus": os.cpu_count(), "loadavg_start": load_at_start, "loadavg_end": os.getloadavg()}
+    print_table(doc)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=1))
+    png = out.with_suffix(".png")
+    draw(doc, png)
+    print(f"wrote {out} and {png} in {doc['wall_s']:.0f} s")

@@ -1,0 +1,46 @@
+"""The shell shared by policies that only place arrivals (FF, MFI): no periodic work, no migrations.
+
+A subclass gives `name` and `place(dc, vm, locked) -> Placement | Rejection`; this class turns the
+answer into the Protocol's decisions and counts admissions and rejections.
+"""
+
+from __future__ import annotations
+
+from origamig.datacenter import DataCenter, Placement, VmSpec
+from origamig.policies.base import ArrivalDecision, Placed, Rejection, Work
+
+
+class ArrivalOnlyPolicy:
+    """Place on arrival by `place`, reject what does not fit; nothing else."""
+
+    name = "arrival-only"
+
+    def __init__(self) -> None:
+        self._admitted = 0
+        self._rejected = 0
+
+    def place(self, dc: DataCenter, vm: VmSpec, locked: frozenset[int]) -> Placement | Rejection:
+        raise TypeError(f"{type(self).__name__} must define place()")
+
+    def arrive(self, dc: DataCenter, vm: VmSpec, now: float, locked: frozenset[int]) -> ArrivalDecision:
+        hit = self.place(dc, vm, locked)
+        if isinstance(hit, Rejection):
+            self._rejected += 1
+            return hit
+        self._admitted += 1
+        return Placed(hit)
+
+    def depart(self, dc: DataCenter, vm_id: str, now: float) -> None:
+        return None
+
+    def next_check(self, now: float) -> float | None:
+        return None
+
+    def work(self, dc: DataCenter, now: float) -> Work | None:
+        return None
+
+    def finished(self, dc: DataCenter, work: Work, now: float) -> None:
+        return None
+
+    def counters(self) -> dict[str, float]:
+        return {"admitted": self._admitted, "rejected": self._rejected, "migrations": 0, "bytes_moved": 0}
