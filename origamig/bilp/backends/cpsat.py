@@ -34,9 +34,9 @@ class CpSatBackend:
     # Wall seconds per unit of reported work on one idle core, for the load-independent call
     # time of deterministic simulations: one deterministic second
     # took about 1.2 s of CPU on 16-PM neighborhoods.
+    seconds_per_work: ClassVar[float] = 1.2
     # Work budget of a deterministic solve when the caller gives none (deterministic seconds).
     default_work_limit: ClassVar[float] = 10.0
-    seconds_per_work: ClassVar[float] = 1.2
 
     @classmethod
     def available(cls) -> str | None:

@@ -40,9 +40,9 @@ class HighsBackend:
     # Wall seconds per unit of reported work on one idle core, for the load-independent call
     # time of deterministic simulations: one unit (1000 simplex
     # iterations) took 0.5-0.6 s of CPU on 16-PM neighborhoods.
+    seconds_per_work: ClassVar[float] = 0.55
     # Work budget of a deterministic solve when the caller gives none (branch-and-bound nodes).
     default_work_limit: ClassVar[float] = 1000.0
-    seconds_per_work: ClassVar[float] = 0.55
 
     @classmethod
     def available(cls) -> str | None:
