@@ -41,7 +41,7 @@ from paper_values import (
     TABLE12_OPT_MEDIAN_S,
     TABLE12_VMS,
 )
-from publish import publish
+from publish import publish, quantile
 
 from origamig.bilp import Limits
 from origamig.catalog import default_catalog
@@ -208,17 +208,6 @@ def compare(snap: Snapshot, setup: Setup, weights: Weights) -> dict[str, Any]:
     }
 
 
-def _pct(values: Sequence[float], q: float) -> float:
-    """The q-quantile (0–1) of `values` by linear interpolation (nan if empty)."""
-    if not values:
-        return float("nan")
-    xs = sorted(values)
-    pos = q * (len(xs) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
-
-
 def seed_gaps(rows: Sequence[dict[str, Any]]) -> tuple[float, float]:
     """Gaps of one seed over all its snapshots: extra active PMs Σ(OrigaMIG − OPT)/Σ OPT and the
     relative Eq. (5) gap Σ(OPT − OrigaMIG)/Σ OPT, both in %."""
@@ -254,12 +243,12 @@ def summarize(
         "snapshots_with_extra_pms": sum(r["active_pms_origamig"] > r["active_pms_opt"] for r in rows),
         "opt_proved": sum(r["opt_proved"] for r in rows),
         "calls": len(call_s),
-        "call_median_s": _pct(call_s, 0.5),
-        "call_p5_s": _pct(call_s, 0.05),
-        "call_p95_s": _pct(call_s, 0.95),
-        "opt_median_s": _pct(opt_s, 0.5),
-        "opt_p5_s": _pct(opt_s, 0.05),
-        "opt_p95_s": _pct(opt_s, 0.95),
+        "call_median_s": quantile(call_s, 0.5),
+        "call_p5_s": quantile(call_s, 0.05),
+        "call_p95_s": quantile(call_s, 0.95),
+        "opt_median_s": quantile(opt_s, 0.5),
+        "opt_p5_s": quantile(opt_s, 0.05),
+        "opt_p95_s": quantile(opt_s, 0.95),
         "opt_columns_median": statistics.median(r["opt_columns"] for r in rows) if rows else 0,
         "opt_nonzeros_median": statistics.median(r["opt_nonzeros"] for r in rows) if rows else 0,
         "mismatches": sum(not r["opt_objective_matches"] for r in rows),

@@ -1,13 +1,26 @@
-"""How a benchmark script finishes: stamp run time and machine load, print, write JSON and PNG."""
+"""How a benchmark script reports: the quantiles of its tables, and its finish — stamp run time and
+machine load, print, write JSON and PNG."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    """The q-quantile (0–1) of `values` by linear interpolation between order statistics (nan if empty)."""
+    if not values:
+        return float("nan")
+    xs = sorted(values)
+    pos = q * (len(xs) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
 def publish(

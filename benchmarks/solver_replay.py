@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import statistics
 import sys
@@ -32,7 +31,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from paper_values import TABLE10, TABLE12_CALL_MEDIAN_S
-from publish import publish
+from publish import publish, quantile
 
 from origamig.bilp import Limits, solve_region
 from origamig.catalog import default_catalog
@@ -206,16 +205,6 @@ def replay_call(call: dict[str, Any], settings: Sequence[tuple[str, int]] = SETT
     return out
 
 
-def _quantile(xs: Sequence[float], q: float) -> float:
-    if not xs:
-        return float("nan")
-    ys = sorted(xs)
-    pos = q * (len(ys) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(ys) - 1)
-    return ys[lo] + (ys[hi] - ys[lo]) * (pos - lo)
-
-
 def summarize(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     names = list(rows[0]["solves"]) if rows else []
@@ -225,8 +214,8 @@ def summarize(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         entry: dict[str, Any] = {
             "setting": name,
             "calls": len(solves),
-            "median_s": _quantile(walls, 0.5),
-            "p95_s": _quantile(walls, 0.95),
+            "median_s": quantile(walls, 0.5),
+            "p95_s": quantile(walls, 0.95),
             "proved_share": sum(s["proved"] for s, _ in solves) / len(solves),
         }
         for t in CHECKPOINTS_S:
