@@ -45,6 +45,9 @@ REQUIRED_ANCHORS = {
     "simulator.md": ("data-center", "workload", "variants", "alibaba-trace", "energy", "metrics"),
     "formats.md": ("snapshot", "plan", "replay", "solve-document"),
 }
+# Files that must stand on their own: no citations of scratch material outside the repository.
+SELF_CONTAINED = ("README.md", "REPRODUCTION.md", "docs", "models")
+SCRATCH_CITATION = re.compile(r"SPEC ?§|SPEC\.md|\.\./shared|issue [0-9]")
 DOC_REFERENCE = re.compile(r"docs/([\w.-]+\.md)#([\w-]+)")
 EXPLICIT_ANCHOR = re.compile(r"""<a\s+[^>]*?\b(?:id|name)\s*=\s*["']([^"']+)["']""", re.IGNORECASE)
 HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
@@ -89,8 +92,8 @@ def anchors(path: Path) -> frozenset[str]:
     return frozenset(found)
 
 
-def scanned_files() -> Iterator[Path]:
-    for name in SCANNED:
+def scanned_files(names: tuple[str, ...] = SCANNED) -> Iterator[Path]:
+    for name in names:
         top = ROOT / name
         paths = [top] if top.is_file() else sorted(top.rglob("*")) if top.is_dir() else []
         for path in paths:
@@ -158,3 +161,13 @@ def test_every_relative_link_of_readme_and_docs_resolves() -> None:
             elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
                 broken.append(f"{where}: {target}: no anchor #{anchor} in {dest.relative_to(ROOT)}")
     assert not broken, "\n".join(broken)
+
+
+def test_docs_and_hardware_files_cite_only_public_sources() -> None:
+    found = [
+        f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+        for path in scanned_files(SELF_CONTAINED)
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if SCRATCH_CITATION.search(line)
+    ]
+    assert not found, "\n".join(found)
