@@ -122,6 +122,7 @@ def summary_table(doc: dict[str, Any]) -> Table:
     table.add_column("metric")
     for r in rows:
         head = f"{r['policy']}\nρ={r['load']:g}, {len(r['seeds'])} seeds"
+        head += f"\n{r['fleet']}" if r.get("fleet") else ""
         table.add_column(head + (f"\n{r['variant']}" if len(variants) > 1 else ""), justify="right")
     for label, metric, scale, digits in COLUMNS:
         table.add_row(label, *(format_stat(r["metrics"][metric], scale, digits) for r in rows))
@@ -137,8 +138,23 @@ def simulate(
     ] = None,
     seeds: Annotated[str, typer.Option("--seeds", help="Seeds: 1..5 or 1,2,3.")] = "1..5",
     pms: Annotated[
-        int, typer.Option("--pms", help="Number of PMs (3/4 with 2x A100, 1/4 with 2x A30).")
-    ] = 128,
+        int | None,
+        typer.Option(
+            "--pms",
+            help="Number of PMs (default 128: 3/4 with 2x A100, 1/4 with 2x A30; with --fleet: the "
+            "fleet's own, or the fleet scaled to N PMs).",
+        ),
+    ] = None,
+    fleet: Annotated[
+        Path | None,
+        typer.Option("--fleet", help="Fleet file (TOML): your PM kinds and workload (examples/fleets/)."),
+    ] = None,
+    start: Annotated[
+        Path | None,
+        typer.Option(
+            "--from", help="Start from this cluster snapshot (JSON): its PMs, running and pending VMs."
+        ),
+    ] = None,
     variant: Annotated[
         str, typer.Option("--variant", help=f"Table 9 variant: {', '.join(VARIANTS)}.")
     ] = "default",
@@ -185,15 +201,17 @@ def simulate(
     ] = False,
     out: Annotated[Path | None, typer.Option("--out", help="Write the results JSON to this file.")] = None,
 ) -> None:
-    """Simulate placement policies on the paper's workload (SPEC §6) and report its metrics."""
+    """Simulate placement policies on the paper's workload (docs/simulator.md), or on your fleet (--fleet) or
+    cluster (--from), and report their metrics."""
     policies = split_list(policy)
     options = parse_options(option or [], policies)
     if bound is not None:
         options = (*options, *parse_options([f"bound={bound}"], policies))
+    hardware = data_center(pms, fleet, start)
     configs = [
         SimConfig(
             load=rho,
-            pms=pms,
+            **hardware,
             variant=variant,
             warmup_s=parse_duration(warmup, "--warmup"),
             measure_s=parse_duration(measure, "--measure"),
@@ -229,6 +247,24 @@ def simulate(
         console.print(summary_table(doc))
         if out:
             console.print(f"results written to {out}")
+
+
+def data_center(pms: int | None, fleet: Path | None, start: Path | None) -> dict[str, Any]:
+    """The `SimConfig` fields of the data center: `pms`, plus the fleet or the snapshot."""
+    if start is not None:
+        if pms is not None:
+            raise UserError("--pms: cannot be combined with --from (the snapshot's PMs are the data center)")
+        if fleet is not None:
+            raise UserError("--fleet: cannot be combined with --from (the snapshot defines the data center)")
+        from origamig.sim.start import load_start
+
+        return {"pms": len(load_start(str(start)).pms), "snapshot": str(start)}
+    if fleet is not None:
+        from origamig.sim.fleet import load_fleet
+
+        chosen = load_fleet(fleet)
+        return {"pms": chosen.pm_count if pms is None else pms, "fleet": chosen}
+    return {"pms": 128 if pms is None else pms}
 
 
 def _run_with_progress(specs: list[RunSpec], workers: int, scheduler: str | None, quiet: bool) -> list[Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from origamig.sim.metrics import METRIC_NAMES
@@ -37,31 +38,44 @@ def mean_ci(values: Iterable[float | None]) -> dict[str, Any]:
     return {"mean": mean, "ci95": half, "n": len(xs), "values": xs}
 
 
-def _group_key(run: dict[str, Any]) -> tuple[str, float]:
+def fleet_label(run: dict[str, Any]) -> str | None:
+    """The data center a run simulated when it is not the variant's: its fleet's name, or
+    `from <snapshot file>`; None for the variant's own hardware."""
     cfg = run.get("config", {})
-    return (str(cfg.get("variant", "default")), float(cfg.get("load", 0.0)))
+    fleet = cfg.get("fleet")
+    if isinstance(fleet, dict) and fleet.get("name"):
+        return str(fleet["name"])
+    if cfg.get("snapshot"):
+        return f"from {Path(str(cfg['snapshot'])).name}"
+    return None
+
+
+def _group_key(run: dict[str, Any]) -> tuple[str, float, str | None]:
+    cfg = run.get("config", {})
+    return (str(cfg.get("variant", "default")), float(cfg.get("load", 0.0)), fleet_label(run))
 
 
 def summarize(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per (variant, load, policy): every metric as mean ± CI over its seeds."""
-    groups: dict[tuple[str, float, str], list[dict[str, Any]]] = {}
+    """One row per (variant, load, fleet, policy): every metric as mean ± CI over its seeds."""
+    groups: dict[tuple[str, float, str | None, str], list[dict[str, Any]]] = {}
     for run in runs:
         groups.setdefault((*_group_key(run), run["policy"]), []).append(run)
     out = []
-    for (variant, load, policy), members in groups.items():
+    for (variant, load, fleet, policy), members in groups.items():
         metrics = {m: mean_ci(r["metrics"].get(m) for r in members) for m in METRIC_NAMES}
         seeds = sorted(r["seed"] for r in members)
-        out.append({"variant": variant, "load": load, "policy": policy, "seeds": seeds, "metrics": metrics})
+        row = {"variant": variant, "load": load, "policy": policy, "seeds": seeds, "metrics": metrics}
+        out.append(row | ({"fleet": fleet} if fleet is not None else {}))
     return out
 
 
 def paired(runs: Sequence[dict[str, Any]], baseline: str) -> list[dict[str, Any]]:
     """Per (variant, load) and policy ≠ baseline: metric(policy) − metric(baseline) over common seeds."""
-    by_key: dict[tuple[str, float], dict[str, dict[int, dict[str, Any]]]] = {}
+    by_key: dict[tuple[str, float, str | None], dict[str, dict[int, dict[str, Any]]]] = {}
     for run in runs:
         by_key.setdefault(_group_key(run), {}).setdefault(run["policy"], {})[run["seed"]] = run["metrics"]
     out = []
-    for (variant, load), policies in by_key.items():
+    for (variant, load, fleet), policies in by_key.items():
         base = policies.get(baseline)
         if base is None:
             continue
@@ -79,14 +93,13 @@ def paired(runs: Sequence[dict[str, Any]], baseline: str) -> list[dict[str, Any]
                 stats = mean_ci(diffs)
                 stats["wins"] = sum(1 for d in diffs if d < 0)  # seeds where the policy's value is lower
                 metrics[m] = stats
-            out.append(
-                {
-                    "variant": variant,
-                    "load": load,
-                    "policy": policy,
-                    "baseline": baseline,
-                    "seeds": common,
-                    "metrics": metrics,
-                }
-            )
+            row = {
+                "variant": variant,
+                "load": load,
+                "policy": policy,
+                "baseline": baseline,
+                "seeds": common,
+                "metrics": metrics,
+            }
+            out.append(row | ({"fleet": fleet} if fleet is not None else {}))
     return out

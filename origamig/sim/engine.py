@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from origamig.check import check, check_counters
-from origamig.datacenter import DataCenter, PmSpec
+from origamig.datacenter import DataCenter, Placement, PmSpec
 from origamig.policies.base import Deferred, Placed, Policy, Work
 from origamig.sim.energy import PowerModel
 from origamig.sim.events import ARRIVAL, CALL_END, CHECK, DEPARTURE, EventQueue
@@ -67,10 +67,15 @@ class Simulation:
         power: PowerModel | None = None,
         samples: Sequence[float] = (),
         on_sample: Sampler | None = None,
+        initial: Sequence[tuple[Request, Placement]] = (),
     ) -> None:
         """`on_sample(t, dc)` is called once per time in `samples` (≤ the end), after every event
-        before t and before any event at or after t; it must not change `dc`."""
+        before t and before any event at or after t; it must not change `dc`. `initial` are VMs
+        running at t = 0 (a cluster's state), each leaving when its request's lifetime ends."""
         self.dc = DataCenter(pms)
+        for req, placement in initial:
+            self.dc.place(req.vm, placement)
+        self.initial = tuple(initial)
         self.samples = sorted(s for s in samples if s <= warmup_s + measure_s) if on_sample else []
         self.on_sample = on_sample
         self.requests = sorted(requests, key=lambda r: r.arrival_s)
@@ -93,6 +98,8 @@ class Simulation:
         started = time.perf_counter()
         reqs, queue, rec, policy, end = self.requests, self.queue, self.rec, self.policy, self.end
         push, pop = queue.push, queue.pop
+        for req, _ in self.initial:
+            push(req.lifetime_s, DEPARTURE, req.vm.id)
         if reqs:
             push(reqs[0].arrival_s, ARRIVAL, 0)
         self._ask(0.0)

@@ -9,6 +9,8 @@
 
 Metric names are those of SPEC §6 (`metrics.METRIC_NAMES`); `ci95` is the half-width of the 95%
 Student-t interval over seeds; paired entries are policy − baseline by seed (`wins`: seeds where it is lower).
+Runs on a fleet file or from a snapshot are grouped apart: their rows carry `"fleet"` (the fleet's
+name, or `from <snapshot file>`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from origamig.errors import UserError
-from origamig.sim.aggregate import paired, summarize
+from origamig.sim.aggregate import fleet_label, paired, summarize
 from origamig.sim.engine import RunResult
 
 VERSION = 1
@@ -63,6 +65,13 @@ def load_runs(paths: Sequence[Path]) -> list[dict[str, Any]]:
             if not isinstance(run, dict) or not {"policy", "seed", "metrics"} <= set(run):
                 raise ResultsError(f"{path}: runs[{n}]: needs policy, seed and metrics")
             cfg = run.get("config", {})
-            key = (run["policy"], cfg.get("variant"), cfg.get("load"), run["seed"], cfg.get("pms"))
+            key = (
+                run["policy"],
+                cfg.get("variant"),
+                cfg.get("load"),
+                run["seed"],
+                cfg.get("pms"),
+                fleet_label(run),
+            )
             merged[key] = run
     return list(merged.values())

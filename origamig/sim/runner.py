@@ -18,8 +18,9 @@ from typing import Any
 from origamig.catalog import default_catalog
 from origamig.errors import UserError
 from origamig.policies import base as policy_base
+from origamig.policies.origamig.neighborhood import derived_bounds
 from origamig.sim.engine import Progress, RunResult, Simulation
-from origamig.sim.scenario import SimConfig, build_pms, requests_for, validate
+from origamig.sim.scenario import SimConfig, build_pms, requests_for, validate, workload_spec
 
 CONNECT_TIMEOUT = "10s"  # how long `--scheduler` waits for the Dask scheduler
 
@@ -37,11 +38,18 @@ def make_run_policy(name: str, config: SimConfig, seed: int) -> policy_base.Poli
     """The policy `name` with the run's solver options, passing only those its factory accepts."""
     factory = policy_base.policy_factory(name)  # raises the UserError naming the known policies
     wanted: dict[str, Any] = {"solver": config.solver, "deterministic": config.deterministic, "seed": seed}
+    if config.snapshot:  # the cluster's own objective weights (docs/formats.md#snapshot)
+        from origamig.sim.start import load_start
+
+        wanted["weights"] = load_start(config.snapshot).weights
     wanted.update(dict(config.policy_options))
     try:
         params = inspect.signature(factory).parameters
     except (TypeError, ValueError):
         params = {}
+    if "m_max" in params and "n_max" in params:  # bounds that suit the PMs' size, unless set
+        m_max, n_max = derived_bounds(build_pms(config))
+        wanted = {"m_max": m_max, "n_max": n_max, **wanted}
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return factory(**wanted)
     return factory(**{k: v for k, v in wanted.items() if k in params})
@@ -53,9 +61,22 @@ def run_one(spec: RunSpec, progress: Progress | None = None) -> RunResult:
     catalog = default_catalog()
     pms = build_pms(config, catalog)
     requests = requests_for(config, spec.seed, pms, catalog)
+    initial: tuple = ()
+    if config.snapshot:
+        from origamig.sim.start import start_state
+
+        start = start_state(config.snapshot, workload_spec(config), spec.seed, [r.id for r in requests])
+        requests, initial = [*start.pending, *requests], start.running
     policy = make_run_policy(spec.policy, config, spec.seed)
     sim = Simulation(
-        pms, requests, policy, config.warmup_s, config.measure_s, config.deterministic, config.debug_check
+        pms,
+        requests,
+        policy,
+        config.warmup_s,
+        config.measure_s,
+        config.deterministic,
+        config.debug_check,
+        initial=initial,
     )
     result = sim.run(progress)
     return dataclasses.replace(result, policy=spec.policy, seed=spec.seed, config=config_dict(config))

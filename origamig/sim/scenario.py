@@ -1,7 +1,8 @@
 """What one simulation run is: the data center, the workload variant (Table 9) and the window.
 
 `SimConfig` is a frozen, picklable record, so that runs travel to worker processes and Dask workers.
-`build_pms` makes the data center; `requests_for` the request stream of a seed.
+`build_pms` makes the data center (the variant's hardware, a fleet file's PMs, or a snapshot's);
+`requests_for` the request stream of a seed.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from origamig.catalog import DEFAULT_PM_MODEL, Catalog, GpuModel, default_catalog
 from origamig.datacenter import PmSpec, cores_to_m, gb_to_mb
 from origamig.errors import UserError
+from origamig.sim.fleet import Fleet
 from origamig.sim.workload import HOUR, Request, WorkloadSpec, generate
 
 A100, A30 = "A100-40GB", "A30-24GB"
@@ -76,6 +78,8 @@ class SimConfig:
     trace_dir: str | None = None
     debug_check: bool = False
     policy_options: tuple[tuple[str, Any], ...] = ()
+    fleet: Fleet | None = None  # a fleet file's data center and workload (`--fleet`), scaled to `pms`
+    snapshot: str | None = None  # start from this cluster state (`--from`): its PMs, VMs and queue
 
     @property
     def horizon_s(self) -> float:
@@ -107,16 +111,41 @@ def validate(config: SimConfig) -> None:
         problems.append(f"--variant: unknown variant {config.variant!r} (known: {', '.join(VARIANTS)})")
     if config.requests_file and not Path(config.requests_file).is_file():
         problems.append(f"--requests: {config.requests_file}: no such file")
+    problems += _hardware_conflicts(config)
     if problems:
         raise UserError(problems)
+    if config.snapshot:
+        from origamig.sim.start import load_start
+
+        load_start(config.snapshot)  # raises the snapshot's problems, one line each
     if variant(config.variant).source == "alibaba" and not config.requests_file:
         from origamig.sim.trace import trace_dir
 
         trace_dir(config.trace_dir)  # raises the one-line error when the trace is absent
 
 
+def _hardware_conflicts(config: SimConfig) -> list[str]:
+    """A fleet, a snapshot and a hardware variant each define the data center: at most one may."""
+    chosen = VARIANTS.get(config.variant)
+    hardware_variant = chosen is not None and chosen.hardware != Hardware() and chosen.source == "synthetic"
+    problems = []
+    if config.fleet is not None and config.snapshot:
+        problems.append("--fleet: cannot be combined with --from (the snapshot defines the data center)")
+    if hardware_variant and (config.fleet is not None or config.snapshot):
+        option = "--fleet" if config.fleet is not None else "--from"
+        problems.append(f"--variant: {config.variant} sets the hardware; it cannot be combined with {option}")
+    return problems
+
+
 def build_pms(config: SimConfig, catalog: Catalog | None = None) -> list[PmSpec]:
-    """The PMs of the run: each hardware group gets its share of `config.pms` (rounded), in order."""
+    """The PMs of the run: a snapshot's, a fleet's (scaled to `config.pms`), or each hardware group
+    of the variant with its share of `config.pms` (rounded), in order."""
+    if config.snapshot:
+        from origamig.sim.start import start_pms
+
+        return start_pms(config.snapshot)
+    if config.fleet is not None:
+        return config.fleet.build_pms(config.pms, catalog)
     cat = catalog or default_catalog()
     hw = variant(config.variant).hardware
     counts = [round(share * config.pms) for _, share in hw.groups]
@@ -141,7 +170,11 @@ def gpu_inventory(pms: list[PmSpec]) -> dict[str, tuple[GpuModel, int]]:
 
 
 def workload_spec(config: SimConfig) -> WorkloadSpec:
-    return dataclasses.replace(WorkloadSpec(load=config.load), **dict(variant(config.variant).workload))
+    """The paper's workload at the run's load, with the fleet's knobs, then the variant's."""
+    spec = WorkloadSpec(load=config.load)
+    if config.fleet is not None:
+        spec = config.fleet.apply(spec)
+    return dataclasses.replace(spec, **dict(variant(config.variant).workload))
 
 
 def requests_for(

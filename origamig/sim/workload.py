@@ -5,6 +5,7 @@ with 4 cores and 16 GB of RAM per compute slice. Lifetimes are exponential (or l
 same means) and start at admission. The arrival rate of each GPU model is set so that it carries
 the offered load ρ = λ·E[L]·E[f]/|K| on its own GPUs (E[f]: share of a GPU's memory slices the VM's
 GIs take). The stream depends on the seed only, so every policy sees the same requests.
+A fleet file may give a GPU model's profile mix (`WorkloadSpec.profile_weights`).
 """
 
 from __future__ import annotations
@@ -49,6 +50,9 @@ class WorkloadSpec:
     larger_weight: float = 1.0  # weight of the larger profiles relative to the others
     cores_per_compute: float = 4.0
     ram_gb_per_compute: float = 16.0
+    # GPU model → ((profile, weight), ...): that model's profile mix (unlisted profiles weigh 0);
+    # models not listed draw their profiles uniformly.
+    profile_weights: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = ()
 
     @property
     def mean_lifetime_h(self) -> float:
@@ -61,8 +65,12 @@ def is_larger(profile: Profile, model: GpuModel) -> bool:
 
 
 def profile_weights(model: GpuModel, spec: WorkloadSpec) -> list[float]:
-    """Relative draw weight of each profile of `model` (uniform unless larger profiles are reweighted)."""
-    return [spec.larger_weight if is_larger(p, model) else 1.0 for p in model.profiles]
+    """Relative draw weight of each profile of `model`: the spec's mix for this model (else uniform),
+    times `larger_weight` for the larger profiles."""
+    mix = dict(spec.profile_weights).get(model.name)
+    profiles = model.profiles
+    base = [1.0] * len(profiles) if mix is None else [dict(mix).get(p.name, 0.0) for p in profiles]
+    return [w * spec.larger_weight if is_larger(p, model) else w for w, p in zip(base, profiles, strict=True)]
 
 
 def mean_share(model: GpuModel, spec: WorkloadSpec) -> float:

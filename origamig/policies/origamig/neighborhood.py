@@ -20,11 +20,12 @@ Cost: one pass over the PMs of the classes involved plus sorting, O(|M| log |M|)
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from origamig.datacenter import NO_GPU_CLASS, DataCenter, VmSpec
+from origamig.datacenter import NO_GPU_CLASS, DataCenter, PmSpec, VmSpec
 from origamig.objective import Weights
 
 
@@ -313,3 +314,24 @@ def select_random(
             break
         b.add(j)
     return Neighborhood(tuple(b.pms), nb.pending, nb.rejected, kind if queue else "consolidation", gpu_class)
+
+
+# --- bounds for bigger servers ---------------------------------------------------------------------
+NEIGHBORHOOD_GPUS = 32  # the paper's neighborhood: M_max = 16 PMs of 2 GPUs, N_max = 64 VMs
+VMS_PER_GPU = 2  # N_max per GPU of the neighborhood (64 / 32)
+MIN_M_MAX = 4  # room for two sources and two receivers in a consolidation call
+
+
+def derived_bounds(pms: Sequence[PmSpec]) -> tuple[int, int]:
+    """(M_max, N_max) that keep the paper's neighborhood size in GPUs on PMs with more GPUs.
+
+    With g the mean number of GPUs of the PMs that have GPUs: M_max = max(4, ⌈32 / g⌉) PMs and
+    N_max = round(2 · M_max · g) VMs — 16 and 64 for the paper's 2-GPU servers, 8 and 64 for 4-GPU
+    servers, 4 and 64 for 8-GPU servers. Without GPUs: the paper's 16 and 64.
+    """
+    counts = [len(pm.gpus) for pm in pms if pm.gpus]
+    if not counts:
+        return Bounds.m_max, Bounds.n_max
+    g = sum(counts) / len(counts)
+    m_max = max(MIN_M_MAX, math.ceil(NEIGHBORHOOD_GPUS / g - 1e-9))
+    return m_max, round(VMS_PER_GPU * m_max * g)
