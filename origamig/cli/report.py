@@ -26,8 +26,9 @@ def markdown(doc: dict[str, Any]) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in sorted(doc["summary"], key=lambda r: (r["variant"], r["load"], r["policy"])):
         cells = [format_stat(row["metrics"][m], scale, digits) for _, m, scale, digits in COLUMNS]
+        where = row["variant"] + (f" on {row['fleet']}" if row.get("fleet") else "")
         lines.append(
-            f"| {row['variant']} | {row['load']:g} | {row['policy']} | {len(row['seeds'])} | "
+            f"| {where} | {row['load']:g} | {row['policy']} | {len(row['seeds'])} | "
             + " | ".join(cells)
             + " |"
         )
@@ -93,13 +94,40 @@ def report(
     results: Annotated[
         list[Path], typer.Argument(help="Results files written by `origamig simulate --out`.")
     ],
-    png: Annotated[Path, typer.Option("--png", help="Where to write the Fig. 4 panels.")] = Path("fig4.png"),
+    png: Annotated[
+        Path | None,
+        typer.Option(
+            "--png", help="Where to write the figure (default fig4.png, or whatif.png with --what-if)."
+        ),
+    ] = None,
     md: Annotated[Path | None, typer.Option("--markdown", help="Also write the markdown table here.")] = None,
     variant: Annotated[str, typer.Option("--variant", help="Variant to plot.")] = "default",
     baseline: Annotated[str | None, typer.Option("--baseline", help="Policy for paired differences.")] = None,
+    what_if: Annotated[
+        bool,
+        typer.Option(
+            "--what-if",
+            help="What each policy would save against the baseline (FF) on each fleet, in words, a table "
+            "and a figure: servers, GPUs, acceptance, energy, migrations.",
+        ),
+    ] = False,
 ) -> None:
-    """Draw Fig. 4 (acceptance, active PMs, packing, energy per GPU-hour vs load) and a markdown table."""
+    """Draw Fig. 4 (acceptance, active PMs, packing, energy per GPU-hour vs load) and a markdown table;
+    with --what-if, the savings of each policy against the baseline on each fleet instead."""
     doc = runs_document(load_runs(results), baseline)
+    if what_if:
+        from origamig.sim import whatif
+
+        scenarios = whatif.what_ifs(doc)
+        png = png or Path("whatif.png")
+        whatif.draw(scenarios, png)
+        text = whatif.markdown(scenarios)
+        if md:
+            md.write_text(text)
+        typer.echo(text, nl=False)
+        typer.echo(f"figure written to {png}", err=True)
+        return
+    png = png or Path("fig4.png")
     draw(doc, png, variant)
     text = markdown(doc)
     if md:
