@@ -8,7 +8,8 @@ together with the scale it ran at, means and 95% CIs per (row, column), and diff
 
 `Scale` names the size of a sweep: `quick` (CI-sized: 32 PMs, 24 h + 24 h, few seeds, a reproducible
 work limit on OrigaMIG's solver), `full` (the paper's: 128 PMs, 48 h + 72 h, 10 s calls) and `smoke`
-(a few simulated hours on 8 PMs, for the tests).
+(a few simulated hours on 8 PMs, for the tests). `--fleet FILE.toml` runs any sweep on a fleet file's
+data center and workload instead of the paper's (its own PM count; results `<name>-<scale>-<fleet>`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from origamig.sim.aggregate import mean_ci
+from origamig.sim.fleet import Fleet, fleet_from_dict
 from origamig.sim.metrics import METRIC_NAMES
 from origamig.sim.runner import RunSpec, run_all
 from origamig.sim.scenario import SimConfig, build_pms
@@ -55,6 +57,7 @@ class Scale:
     work_limit: float | None = None
     threads: int | None = 1
     solver: str = "highs"  # OrigaMIG's BILP backend: highs | cpsat
+    fleet: Fleet | None = None  # a fleet file's data center and workload (`--fleet`); None: the paper's
 
     def config(self, **changes: Any) -> SimConfig:
         """The base configuration of this scale, with `changes` (load, variant, policy_options...)."""
@@ -64,6 +67,7 @@ class Scale:
             measure_s=self.measure_h * HOUR,
             deterministic=self.deterministic,
             solver=self.solver,
+            fleet=self.fleet,
         )
         return base.replace(**changes)
 
@@ -81,8 +85,9 @@ class Scale:
             if self.deterministic and self.work_limit is not None and self.time_limit_s is None
             else f"{self.time_limit_s} s per call" + (", deterministic" if self.deterministic else "")
         )
+        fleet = f" of fleet {self.fleet.name}" if self.fleet is not None else ""
         return (
-            f"{self.name} scale: {self.pms} PMs, "
+            f"{self.name} scale: {self.pms} PMs{fleet}, "
             f"{self.warmup_h:g} h warm-up + {self.measure_h:g} h measured, "
             f"seeds {','.join(map(str, self.seeds))}; OrigaMIG calls: {self.solver}, {budget}, "
             f"{self.threads or 'all'} thread(s)"
@@ -183,6 +188,7 @@ def load_sweep(name: str, scale: Scale, out_dir: Path = RESULTS) -> Sweep:
     path = out_dir / f"{name}-{scale.name}.json"
     doc = json.loads(path.read_text())
     stored = dict(doc["scale"], seeds=tuple(doc["scale"]["seeds"]))
+    stored["fleet"] = fleet_from_dict(stored["fleet"]) if stored.get("fleet") else None
     scale = Scale(**stored)
     cells = [
         Cell(
@@ -441,6 +447,9 @@ def parser(description: str, quick: Scale = QUICK, full: Scale = FULL) -> argpar
     p.add_argument(
         "--solver", choices=("highs", "cpsat"), default=None, help="OrigaMIG's solver (default highs)"
     )
+    p.add_argument(
+        "--fleet", type=Path, default=None, help="simulate this fleet file (examples/fleets/) at its own size"
+    )
     p.add_argument("--no-progress", action="store_true", help="no live progress bar")
     p.add_argument("--replot", action="store_true", help="redo table/figure from the stored JSON, no runs")
     p.add_argument("--out", type=Path, default=RESULTS, help=f"results folder (default {RESULTS})")
@@ -455,6 +464,11 @@ def scale_from(args: argparse.Namespace, quick: Scale, full: Scale) -> Scale:
         chosen = replace(chosen, seeds=tuple(range(1, args.seeds + 1)))
     if getattr(args, "solver", None):
         chosen = replace(chosen, solver=args.solver)
+    if getattr(args, "fleet", None):
+        from origamig.sim.fleet import load_fleet
+
+        fleet = load_fleet(args.fleet)
+        chosen = replace(chosen, name=f"{chosen.name}-{fleet.name}", pms=fleet.pm_count, fleet=fleet)
     return chosen
 
 

@@ -142,3 +142,24 @@ def test_sweep_on_a_dask_cluster_matches_in_process() -> None:
         remote = sweep.run("loads", SMOKE, cells, scheduler=c.scheduler_address, show_progress=False)
     # Same seed, same requests, same deterministic policy: the cluster gives the very same metrics.
     assert [r["metrics"] for r in remote.runs] == [r["metrics"] for r in local.runs]
+
+
+def test_fleets_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import fleets
+
+    chosen = fleets.fleets(("h100-8x",))
+    scale = dataclasses.replace(SMOKE, seeds=(1, 2))
+    sw = sweep.run("fleets", scale, fleets.cells(scale, chosen), workers=1, show_progress=False)
+    study = fleets.call_study(chosen, scale)
+    path, md, png = fleets.write(sw, chosen, study, tmp_path)
+    doc = json.loads(path.read_text())
+    assert {r["col"] for r in doc["runs"]} == {"h100-8x"} and len(doc["runs"]) == 6
+    assert all(r["metrics"]["active_gpus_pct"] <= 100 for r in doc["runs"])  # GPUs of 12 8-GPU servers
+    out = capsys.readouterr().out
+    assert "OrigaMIG would keep" in out and "TC would keep" in out
+    assert md.read_text().startswith("# What-ifs on the example fleets — smoke scale: h100-8x 12 servers,")
+    assert doc["scale_text"].startswith("smoke scale: h100-8x 12 servers, 2 h warm-up")
+    assert png.read_bytes()[:8] == PNG_MAGIC
+    calls = doc["call_study"]["h100-8x"]
+    assert calls["budget"]["calls"] == len(calls["calls"]) == len(calls["replayed"]) > 0
+    assert all(c["gpus"] <= 4 * 8 for c in calls["calls"])  # M_max = 4 servers of 8 GPUs

@@ -218,3 +218,13 @@ def test_cli_reports_a_bad_fleet_in_one_line_without_traceback(tmp_path: Path) -
     assert "Traceback" not in err and not out_file.exists()
     code, _, err = run_main(["simulate", "--policy", "ff", "--fleet", str(tmp_path / "none.toml")])
     assert code == 2 and err.strip() == f"error: --fleet: {tmp_path / 'none.toml'}: no such file"
+
+
+def test_fleet_survives_a_results_file_round_trip() -> None:
+    import dataclasses
+
+    from origamig.sim.fleet import fleet_from_dict
+
+    for path in sorted(FLEETS.glob("*.toml")):
+        fleet = load_fleet(path)
+        assert fleet_from_dict(json.loads(json.dumps(dataclasses.asdict(fleet)))) == fleet

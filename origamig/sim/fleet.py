@@ -343,3 +343,17 @@ class _Reader:
             order = {p.name: p.index for p in model.profiles}
             out.append((model_name, tuple(sorted(pairs, key=lambda pw: order[pw[0]]))))
         return tuple(out)
+
+
+def fleet_from_dict(data: Mapping[str, Any]) -> Fleet:
+    """A `Fleet` back from its `dataclasses.asdict` form (as results files store it, lists for tuples)."""
+    kinds = tuple(
+        PmKind(int(k["count"]), tuple(k["gpus"]), float(k["cpu"]), float(k["ram_gb"]), k["power"], k["label"])
+        for k in data["kinds"]
+    )
+    workload = tuple((str(key), value) for key, value in data.get("workload", ()))
+    weights = tuple(
+        (str(model), tuple((str(p), float(w)) for p, w in pairs))
+        for model, pairs in data.get("profile_weights", ())
+    )
+    return Fleet(str(data["name"]), kinds, workload, weights, str(data.get("description", "")))

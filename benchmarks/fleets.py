@@ -1,0 +1,294 @@
+"""What-ifs on the example fleets: FF, TC and OrigaMIG at load 0.85, seeds paired, and OrigaMIG's call
+times on 8-GPU neighborhoods.
+
+Fleets (examples/fleets/): the paper's data center (2-GPU A100-40GB / A30 servers), twelve 8x H100-80GB
+servers, and a mixed fleet of eight 4x A100-80GB and eight 8x H200 servers. Each policy sees the same
+requests per seed; OrigaMIG runs with the neighborhood bounds derived from the servers' GPU count
+(docs/policies.md#algorithm-1): 16 PMs / 64 VMs on 2-GPU servers, 4 / 64 on 8-GPU ones.
+
+Writes benchmarks/results/fleets-<scale>.json (every run, the sweep summary, the what-if comparison and
+the call study), fleets-<scale>.md (the what-if in words and tables, as `origamig report --what-if`
+prints it) and fleets-<scale>.png (its figure).
+
+Call study (`--calls`, on by default for the 8-GPU fleets): seed 1 is simulated again in this process
+with every OrigaMIG call of the measured window recorded — its wall time under the run's node budget,
+whether the solver proved optimality, and the neighborhood's PMs, GPUs and VMs — then every recorded
+call is solved again with the paper's setting (HiGHS, 1 thread, 10 s wall-clock limit, no node budget).
+
+    python benchmarks/fleets.py --quick --workers 1    # 24 h + 24 h, seeds 1-3; paper fleet at 32 PMs
+    python benchmarks/fleets.py --full --scheduler tcp://HOST:8786   # 48 h + 72 h, 5 seeds, own sizes
+    python benchmarks/fleets.py --replot               # tables and figure again from the stored JSON
+    python benchmarks/fleets.py --quick --fleet my.toml   # the same what-if on your own fleet file
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import sweep
+from publish import quantile
+from sweep import Cell, Scale, Sweep
+
+from origamig.sim.fleet import Fleet, load_fleet
+from origamig.sim.results import runs_document
+from origamig.sim.workload import HOUR
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "fleets"
+FLEET_FILES = ("paper", "h100-8x", "a100-h200-mixed")
+POLICIES = ("ff", "tc", "origamig")
+LOAD = 0.85
+QUICK = dataclasses.replace(sweep.QUICK, seeds=(1, 2, 3))
+FULL = sweep.FULL
+QUICK_PMS = {"paper": 32}  # the paper's fleet scaled like the other quick sweeps; the others at their size
+REPLAY_LIMIT_S = 10.0  # the paper's per-call limit, for the replay of recorded calls
+
+
+def fleets(files: tuple[str, ...] = FLEET_FILES) -> list[Fleet]:
+    return [load_fleet(EXAMPLES / f"{name}.toml") for name in files]
+
+
+def pms_of(fleet: Fleet, scale: Scale) -> int:
+    return QUICK_PMS.get(fleet.name, fleet.pm_count) if scale.name == "quick" else fleet.pm_count
+
+
+def describe(scale: Scale, chosen: list[Fleet]) -> str:
+    """The scale's description with each fleet's own number of servers."""
+    sizes = ", ".join(f"{f.name} {pms_of(f, scale)} servers" for f in chosen)
+    return scale.describe().replace(f"{scale.pms} PMs", sizes, 1)
+
+
+def cells(scale: Scale, chosen: list[Fleet]) -> list[Cell]:
+    out = []
+    for fleet in chosen:
+        for policy in POLICIES:
+            options = scale.origamig_options() if policy == "origamig" else ()
+            config = scale.config(load=LOAD, fleet=fleet, pms=pms_of(fleet, scale), policy_options=options)
+            out.extend(Cell(policy, fleet.name, policy, config, seed) for seed in scale.seeds)
+    return out
+
+
+def whatif_document(sw: Sweep, chosen: list[Fleet]) -> dict[str, Any]:
+    """The sweep's runs as `origamig simulate` results (one scenario per fleet), compared with FF."""
+    sizes = {f.name: pms_of(f, sw.scale) for f in chosen}
+    runs = [
+        {
+            "policy": r["policy"],
+            "seed": r["seed"],
+            "metrics": r["metrics"],
+            "config": {
+                "variant": r.get("variant", "default"),
+                "load": r["load"],
+                "pms": sizes.get(r["col"]),
+                "measure_s": sw.scale.measure_h * HOUR,
+                "fleet": {"name": r["col"]},
+            },
+        }
+        for r in sw.runs
+    ]
+    return runs_document(runs, "ff")
+
+
+# --- OrigaMIG's calls on 8-GPU neighborhoods ---------------------------------------------------------
+def record_calls(fleet: Fleet, scale: Scale, seed: int = 1) -> list[dict[str, Any]]:
+    """Simulate OrigaMIG on `fleet` as the sweep does and record every call of the measured window."""
+    from solver_replay import neighborhood_document
+
+    from origamig.sim.engine import Simulation
+    from origamig.sim.runner import make_run_policy
+    from origamig.sim.scenario import build_pms, requests_for
+
+    config = scale.config(
+        load=LOAD, fleet=fleet, pms=pms_of(fleet, scale), policy_options=scale.origamig_options()
+    )
+    pms = build_pms(config)
+    requests = requests_for(config, seed, pms)
+    policy = make_run_policy("origamig", config, seed)
+    recorded: list[dict[str, Any]] = []
+    clock = {"now": 0.0}
+    work, call = policy.work, policy._call
+
+    def timed_work(dc: Any, now: float) -> Any:
+        clock["now"] = now
+        return work(dc, now)
+
+    def recording_call(dc: Any, nb: Any, select_s: float) -> Any:
+        snapshot = neighborhood_document(dc, nb, policy.weights) if nb.pms else None
+        result = call(dc, nb, select_s)
+        if nb.pms and clock["now"] >= config.warmup_s:
+            stats = getattr(result, "call", None)
+            proved = stats.proved_optimal if stats is not None else bool(result.stats.get("proved_optimal"))
+            recorded.append(
+                {
+                    "t_s": clock["now"],
+                    "kind": nb.kind,
+                    "pms": len(nb.pms),
+                    "gpus": sum(len(dc.pms[j].gpus) for j in nb.pms),
+                    "vms": nb.vm_count(dc),
+                    "wall_s": result.wall_s,
+                    "modeled_s": result.modeled_s,
+                    "proved": proved,
+                    "snapshot": snapshot,
+                }
+            )
+        return result
+
+    policy.work, policy._call = timed_work, recording_call
+    Simulation(pms, requests, policy, config.warmup_s, config.measure_s, deterministic=True).run()
+    return recorded
+
+
+def replay_calls(recorded: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Solve every recorded call again with the paper's setting (10 s wall clock, no node budget)."""
+    from solver_replay import solve_once
+
+    from origamig.snapshot import parse_snapshot
+
+    out = []
+    for call in recorded:
+        snap = parse_snapshot(call["snapshot"])
+        sol = solve_once(snap.datacenter(), snap.pending, snap.weights, "highs", 1, REPLAY_LIMIT_S)
+        out.append({"wall_s": sol.result.wall_s, "proved": bool(sol.result.proved_optimal)})
+    return out
+
+
+def call_figures(times: list[float], proved: list[bool]) -> dict[str, Any]:
+    return {
+        "calls": len(times),
+        "median_s": statistics.median(times) if times else None,
+        "p95_s": quantile(times, 0.95) if times else None,
+        "max_s": max(times) if times else None,
+        "proved_share": sum(proved) / len(proved) if proved else None,
+    }
+
+
+def call_study(chosen: list[Fleet], scale: Scale) -> dict[str, Any]:
+    """Per 8-GPU fleet: the recorded calls' sizes and times, and the same calls at the paper's setting."""
+    out: dict[str, Any] = {}
+    for fleet in chosen:
+        if fleet.gpus_per_pm < 8:
+            continue
+        t0 = time.perf_counter()
+        recorded = record_calls(fleet, scale)
+        replayed = replay_calls(recorded)
+        out[fleet.name] = {
+            "seed": 1,
+            "window": f"{scale.warmup_h:g}–{scale.warmup_h + scale.measure_h:g} h",
+            "neighborhood": {
+                key: {
+                    "median": statistics.median(c[key] for c in recorded),
+                    "max": max(c[key] for c in recorded),
+                }
+                for key in ("pms", "gpus", "vms")
+            }
+            if recorded
+            else {},
+            "kinds": {k: sum(1 for c in recorded if c["kind"] == k) for k in ("admission", "consolidation")},
+            "budget": call_figures([c["wall_s"] for c in recorded], [c["proved"] for c in recorded]),
+            "modeled": call_figures([c["modeled_s"] for c in recorded], [c["proved"] for c in recorded]),
+            "paper_setting": call_figures([r["wall_s"] for r in replayed], [r["proved"] for r in replayed]),
+            "calls": [{k: v for k, v in c.items() if k != "snapshot"} for c in recorded],
+            "replayed": replayed,
+            "wall_s": time.perf_counter() - t0,
+        }
+    return out
+
+
+# --- output --------------------------------------------------------------------------------------------
+def print_report(text: str, study: dict[str, Any], scale_text: str) -> None:
+    print(text)
+    rows = []
+    for name, s in study.items():
+        nb = s["neighborhood"]
+        for label, key in (
+            ("node budget (simulated)", "budget"),
+            ("paper: 10 s, no budget", "paper_setting"),
+        ):
+            f = s[key]
+            if not f["calls"]:
+                continue
+            rows.append(
+                [
+                    name,
+                    label,
+                    str(f["calls"]),
+                    f"{nb['pms']['median']:g} / {nb['gpus']['median']:g} / {nb['vms']['median']:g}",
+                    f"{f['median_s']:.2f}",
+                    f"{f['p95_s']:.2f}",
+                    f"{f['max_s']:.2f}",
+                    f"{100 * f['proved_share']:.0f}%",
+                ]
+            )
+    if rows:
+        sweep.print_table(
+            f"OrigaMIG calls on 8-GPU neighborhoods (seed 1, measured window) — {scale_text}",
+            ["fleet", "setting", "calls", "median PMs/GPUs/VMs", "median s", "p95 s", "max s", "proved"],
+            rows,
+            "wall-clock seconds on this machine (shared, 2 cores); 'proved': the solver proved optimality",
+        )
+
+
+def write(sw: Sweep, chosen: list[Fleet], study: dict[str, Any], out_dir: Path) -> tuple[Path, Path, Path]:
+    """Print the what-if and the call study; write the JSON, the markdown and the figure."""
+    from origamig.sim import whatif
+
+    doc = whatif_document(sw, chosen)
+    scenarios = whatif.what_ifs(doc)
+    text = f"# What-ifs on the example fleets — {describe(sw.scale, chosen)}\n\n" + whatif.markdown(scenarios)
+    print_report(text, study, describe(sw.scale, chosen))
+    extra = {
+        "load": LOAD,
+        "scale_text": describe(sw.scale, chosen),
+        "fleets": {f.name: {"pms": pms_of(f, sw.scale), "describe": f.describe()} for f in chosen},
+        "what_if": {"summary": doc["summary"], "paired": doc["paired"]},
+        "call_study": study,
+    }
+    path = sweep.write_json(sw, extra, out_dir)
+    md = path.with_suffix(".md")
+    md.write_text(text)
+    png = path.with_suffix(".png")
+    whatif.draw(scenarios, png)
+    return path, md, png
+
+
+def main(args: argparse.Namespace) -> None:
+    scale = sweep.scale_from(args, QUICK, FULL)
+    if scale.fleet is not None:  # --fleet FILE: the what-if on your own fleet
+        chosen = [scale.fleet]
+    else:
+        chosen = fleets(tuple(args.fleets.split(",")) if args.fleets else FLEET_FILES)
+    if args.replot:  # the stored runs as they are (their derived metrics used each fleet's own size)
+        stored = json.loads((args.out / f"fleets-{scale.name}.json").read_text())
+        sw = Sweep(
+            "fleets", scale, cells(scale, chosen), runs=stored["runs"], wall_s=stored.get("wall_s") or 0.0
+        )
+    else:
+        sw = sweep.run_or_load("fleets", scale, cells(scale, chosen), args)
+    stored = _stored_study(scale, args.out) if args.replot or args.no_calls else {}
+    study = stored or ({} if args.no_calls else call_study(chosen, scale))
+    path, md, png = write(sw, chosen, study, args.out)
+    print(f"{describe(scale, chosen)}\nwall time {sw.wall_s:.0f} s; wrote {path}, {md} and {png}")
+
+
+def _stored_study(scale: Scale, out_dir: Path) -> dict[str, Any]:
+    path = out_dir / f"fleets-{scale.name}.json"
+    if not path.exists():
+        return {}
+    return json.loads(path.read_text()).get("call_study") or {}
+
+
+if __name__ == "__main__":
+    p = sweep.parser(__doc__ or "", QUICK, FULL)
+    p.add_argument(
+        "--fleets", default=None, help=f"comma-separated example fleets (default {','.join(FLEET_FILES)})"
+    )
+    p.add_argument("--no-calls", action="store_true", help="skip the call study (keep a stored one)")
+    sweep.main_wrapper(main, p.parse_args())
