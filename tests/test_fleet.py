@@ -228,3 +228,20 @@ def test_fleet_survives_a_results_file_round_trip() -> None:
     for path in sorted(FLEETS.glob("*.toml")):
         fleet = load_fleet(path)
         assert fleet_from_dict(json.loads(json.dumps(dataclasses.asdict(fleet)))) == fleet
+
+
+def test_own_requests_replay_on_a_fleet(tmp_path: Path) -> None:
+    requests = tmp_path / "reqs.csv"
+    requests.write_text(
+        "id,arrival_s,lifetime_s,gpu_model,gis,cpu,ram_gb\n"
+        "a,0,7200,H100-80GB,7g.80gb;7g.80gb,,\n"
+        "b,60,7200,H100-80GB,1g.10gb,,\n"
+        "c,120,3600,A100-40GB,1g.5gb,,\n"
+    )
+    args = ["simulate", "--policy", "ff", "--fleet", str(FLEETS / "h100-8x.toml"), "--requests", str(requests)]
+    code, out, err = run_main([*args, "--seeds", "1", "--warmup", "0", "--measure", "3h", "--json"])
+    assert code == 0, err
+    run = json.loads(out)["runs"][0]
+    assert run["requests"] == 3 and run["config"]["pms"] == 12
+    # The A100-40GB request fits no H100 server: 1 of the 18 requested memory slices is refused.
+    assert run["metrics"]["acceptance"] == 17 / 18
