@@ -41,11 +41,11 @@ from publish import publish
 
 from origamig.bilp import Limits
 from origamig.catalog import default_catalog
-from origamig.datacenter import DataCenter, PmSpec, VmSpec, cores_to_m, gb_to_mb
-from origamig.objective import Weights
+from origamig.datacenter import DataCenter
 from origamig.policies.base import Rejection
 from origamig.policies.first_fit import first_fit
 from origamig.policies.opt import solve_opt
+from origamig.records import PmSpec, VmSpec, Weights, cores_to_m, gb_to_mb
 from origamig.sim.workload import vm_for
 
 RESULTS = Path(__file__).parent / "results"

@@ -45,8 +45,9 @@ from rich.console import Console
 from rich.table import Table
 
 from origamig.catalog import default_catalog
-from origamig.datacenter import DataCenter, GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
+from origamig.datacenter import DataCenter
 from origamig.executor import Infeasible, plan_migrations
+from origamig.records import GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
 from origamig.replay import replay_plan
 
 TARGET_MS = 50.0  # issue 4: well under 50 ms for 64 VMs on 16 PMs

@@ -27,8 +27,9 @@ from rich.table import Table
 
 from origamig.catalog import default_catalog
 from origamig.configspace import analyze, enumerate_space
-from origamig.datacenter import DataCenter, GiSlot, Placement, PmSpec, VmSpec
+from origamig.datacenter import DataCenter
 from origamig.mig import geometry
+from origamig.records import GiSlot, Placement, PmSpec, VmSpec
 
 TARGET_DECISIONS_PER_S = 200_000
 RESULTS = Path(__file__).parent / "results" / "mig_speed.json"

@@ -46,10 +46,11 @@ from publish import publish, quantile
 from origamig.bilp import Limits
 from origamig.catalog import default_catalog
 from origamig.datacenter import DataCenter
-from origamig.objective import Weights, evaluate, evaluate_dc
+from origamig.objective import evaluate, evaluate_dc
 from origamig.policies.base import Work
 from origamig.policies.opt import solve_opt
 from origamig.policies.origamig.policy import OrigaMIG
+from origamig.records import Weights
 from origamig.sim.engine import Simulation
 from origamig.sim.scenario import SimConfig, build_pms, requests_for
 from origamig.sim.workload import HOUR

@@ -25,12 +25,12 @@ from rich.table import Table
 
 from origamig.bilp import Limits
 from origamig.catalog import default_catalog
-from origamig.datacenter import DataCenter, PmSpec, VmSpec, cores_to_m, gb_to_mb
-from origamig.objective import Weights
+from origamig.datacenter import DataCenter
 from origamig.policies.base import Rejection
 from origamig.policies.first_fit import first_fit
 from origamig.policies.origamig.call import run_call
 from origamig.policies.origamig.neighborhood import Bounds, select_admission, select_consolidation
+from origamig.records import PmSpec, VmSpec, Weights, cores_to_m, gb_to_mb
 
 RESULTS = Path(__file__).parent / "results"
 

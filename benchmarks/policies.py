@@ -27,9 +27,10 @@ from rich.console import Console
 from rich.table import Table
 
 from origamig.catalog import default_catalog
-from origamig.datacenter import DataCenter, PmSpec, VmSpec, cores_to_m, gb_to_mb
+from origamig.datacenter import DataCenter
 from origamig.policies.base import Rejection, make_policy
 from origamig.policies.first_fit import first_fit
+from origamig.records import PmSpec, VmSpec, cores_to_m, gb_to_mb
 
 TARGET_MS = 1.0
 POLICIES = ("ff", "mfi", "tc")

@@ -26,10 +26,11 @@ from origamig.bilp import Limits, build_model, compile_model, decode, restrict
 from origamig.bilp.backends.base import get_backend
 from origamig.catalog import default_catalog
 from origamig.check import check_placement
-from origamig.datacenter import MILLI, DataCenter, Placement, PmSpec, VmSpec
-from origamig.objective import Weights, evaluate
+from origamig.datacenter import DataCenter
+from origamig.objective import evaluate
 from origamig.policies.base import Rejection
 from origamig.policies.first_fit import first_fit as shared_first_fit
+from origamig.records import MILLI, Placement, PmSpec, VmSpec, Weights
 
 TIME_LIMIT_S = 10.0
 SETTINGS = (("highs", 1), ("highs", 2), ("cpsat", 1), ("cpsat", 2))

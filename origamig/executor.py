@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import networkx as nx
 
 from origamig.catalog import Profile
-from origamig.datacenter import DataCenter, GiSlot, Placement, VmSpec
+from origamig.datacenter import DataCenter
 from origamig.errors import PlacementError, UserError
 from origamig.plan import (
     DEFAULT_BANDWIDTH_GBIT_S,
@@ -51,6 +51,7 @@ from origamig.plan import (
     move_bytes,
     transfer_seconds,
 )
+from origamig.records import GiSlot, Placement, VmSpec
 
 __all__ = ["Infeasible", "Plan", "plan_migrations"]
 

@@ -22,7 +22,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from origamig.datacenter import DataCenter, Placement, VmSpec
+from origamig.datacenter import DataCenter
+from origamig.records import Placement, VmSpec
 
 DEFAULT_BANDWIDTH_GBIT_S = 12.5  # SPEC §4: half of a 25 Gbit/s link
 

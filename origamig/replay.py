@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from origamig.check import check_placement
-from origamig.datacenter import GiSlot, Placement, PmSpec, VmSpec
+from origamig.records import GiSlot, Placement, PmSpec, VmSpec
 
 
 @dataclass(frozen=True)

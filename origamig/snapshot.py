@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from origamig.catalog import Catalog, GpuModel, default_catalog
-from origamig.datacenter import DataCenter, Placement, PmSpec, VmSpec
+from origamig.datacenter import DataCenter
 from origamig.errors import SnapshotError
-from origamig.objective import Weights
+from origamig.records import Placement, PmSpec, VmSpec, Weights
 from origamig.snapshot_reader import SNAPSHOT_VERSION, read_document, show
 
 __all__ = [

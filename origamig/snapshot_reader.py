@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from origamig.catalog import DEFAULT_PM_MODEL, Catalog, GpuModel, Profile, gpu_model_from_dict
-from origamig.datacenter import GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
 from origamig.errors import CatalogError
-from origamig.objective import Weights
+from origamig.records import GiSlot, Placement, PmSpec, VmSpec, Weights, cores_to_m, gb_to_mb
 
 SNAPSHOT_VERSION = 1
 WEIGHT_KEYS = ("accept", "pm", "gpu", "free_start", "migration")

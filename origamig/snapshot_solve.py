@@ -17,11 +17,12 @@ from typing import Any
 
 from origamig.bilp import Limits, RegionSolution, solve_region
 from origamig.check import check_placement
-from origamig.datacenter import DataCenter, Placement, PmSpec
+from origamig.datacenter import DataCenter
 from origamig.errors import UserError
 from origamig.executor import plan_migrations
-from origamig.objective import Objective, Weights, evaluate
+from origamig.objective import Objective, evaluate
 from origamig.plan import Infeasible, Plan, PowerOff
+from origamig.records import Placement, PmSpec, Weights
 from origamig.snapshot import Snapshot, placement_json, snapshot_document
 
 EPSILON = 1e-6  # "strictly better" tolerance on Eq. (5)

@@ -10,9 +10,10 @@ from __future__ import annotations
 import random
 
 from origamig.catalog import default_catalog
-from origamig.datacenter import MILLI, DataCenter, Placement, PmSpec, VmSpec
+from origamig.datacenter import DataCenter
 from origamig.policies.base import Rejection
 from origamig.policies.first_fit import first_fit as shared_first_fit
+from origamig.records import MILLI, Placement, PmSpec, VmSpec
 
 CATALOG = default_catalog()
 A100 = CATALOG.gpu("A100-40GB")

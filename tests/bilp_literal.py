@@ -14,8 +14,7 @@ from dataclasses import dataclass
 import pyomo.environ as pyo
 
 from origamig.bilp.restrict import Region
-from origamig.datacenter import GiSlot, Placement
-from origamig.objective import Weights
+from origamig.records import GiSlot, Placement, Weights
 
 
 @dataclass(frozen=True)

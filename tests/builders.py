@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from origamig.catalog import GpuModel, Profile, default_catalog
-from origamig.datacenter import DataCenter, GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
+from origamig.datacenter import DataCenter
 from origamig.mig import GpuConfig
+from origamig.records import GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
 
 A100 = "A100-40GB"
 A30 = "A30-24GB"

@@ -20,7 +20,8 @@ from origamig.bilp import (
 )
 from origamig.bilp.backends.base import get_backend
 from origamig.datacenter import DataCenter
-from origamig.objective import Weights, evaluate
+from origamig.objective import evaluate
+from origamig.records import Weights
 
 EXACT = Limits(time_limit_s=60, threads=1)
 

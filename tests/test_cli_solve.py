@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from origamig.check import check_placement
 from origamig.cli.app import app
-from origamig.datacenter import GiSlot, Placement
+from origamig.records import GiSlot, Placement
 from origamig.replay import replay_plan
 from origamig.snapshot import Snapshot, load_snapshot, schema_path
 

@@ -17,9 +17,10 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from origamig.check import check_counters, check_placement
-from origamig.datacenter import DataCenter, GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
+from origamig.datacenter import DataCenter
 from origamig.errors import PlacementError, UserError
 from origamig.executor import Infeasible, Plan, plan_migrations
+from origamig.records import GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
 from origamig.replay import replay_plan
 from tests.builders import A30, A100, at, datacenter, model, pm, vm
 from tests.strategies import pm_lists

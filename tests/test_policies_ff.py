@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from builders import A30, at, datacenter, pm, vm
 
-from origamig.datacenter import GiSlot, Placement
 from origamig.policies.base import Placed, Rejection, make_policy
 from origamig.policies.first_fit import first_fit, gi_order
+from origamig.records import GiSlot, Placement
 
 
 def _scenario():

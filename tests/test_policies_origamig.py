@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from origamig.bilp import Limits, solve_region
 from origamig.catalog import default_catalog
 from origamig.check import check
-from origamig.datacenter import DataCenter, GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
-from origamig.objective import Weights, evaluate
+from origamig.datacenter import DataCenter
+from origamig.objective import evaluate
 from origamig.policies.base import Deferred, Placed, Rejection, make_policy
 from origamig.policies.first_fit import first_fit
 from origamig.policies.origamig.call import decide, run_call
@@ -22,6 +22,7 @@ from origamig.policies.origamig.neighborhood import (
     select_admission,
     select_consolidation,
 )
+from origamig.records import GiSlot, Placement, PmSpec, VmSpec, Weights, cores_to_m, gb_to_mb
 
 CAT = default_catalog()
 A100 = CAT.gpu("A100-40GB")

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 import origamig.replay
-from origamig.datacenter import DataCenter, Placement
+from origamig.datacenter import DataCenter
 from origamig.executor import Plan, plan_migrations
+from origamig.records import Placement
 from origamig.replay import replay_plan
 from tests.builders import A30, A100, at, datacenter, pm, vm
 

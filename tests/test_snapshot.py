@@ -10,9 +10,8 @@ import jsonschema
 import pytest
 
 from origamig.check import check_placement
-from origamig.datacenter import GiSlot, Placement
 from origamig.errors import SnapshotError
-from origamig.objective import Weights
+from origamig.records import GiSlot, Placement, Weights
 from origamig.snapshot import (
     load_snapshot,
     parse_snapshot,

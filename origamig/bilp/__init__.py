@@ -18,8 +18,9 @@ from origamig.bilp.backends.base import Limits, SolveResult, available, backend_
 from origamig.bilp.compile import Compiled, compile_model, decode
 from origamig.bilp.model import BilpModel, build_model
 from origamig.bilp.restrict import Region, fix_outside, fixed_constant, restrict
-from origamig.datacenter import DataCenter, Placement
-from origamig.objective import Weights, evaluate
+from origamig.datacenter import DataCenter
+from origamig.objective import evaluate
+from origamig.records import Placement, Weights
 
 __all__ = [
     "BilpModel",

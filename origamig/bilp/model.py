@@ -54,7 +54,7 @@ from origamig.bilp.configurations import (
 )
 from origamig.bilp.restrict import Region
 from origamig.catalog import GpuModel
-from origamig.objective import Weights
+from origamig.records import Weights
 
 Gpu = tuple[int, int]  # (PM index, GPU index on it)
 

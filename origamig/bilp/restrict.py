@@ -16,9 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from origamig.datacenter import DataCenter, Placement, PmSpec, VmSpec
+from origamig.datacenter import DataCenter
 from origamig.errors import PlacementError
-from origamig.objective import Objective, Weights, evaluate
+from origamig.objective import Objective, evaluate
+from origamig.records import Placement, PmSpec, VmSpec, Weights
 
 if TYPE_CHECKING:
     from origamig.bilp.model import BilpModel

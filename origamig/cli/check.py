@@ -10,8 +10,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from origamig.datacenter import NO_GPU_CLASS, DataCenter
-from origamig.objective import Weights, evaluate_dc
+from origamig.datacenter import DataCenter
+from origamig.objective import evaluate_dc
+from origamig.records import NO_GPU_CLASS, Weights
 from origamig.snapshot import load_snapshot
 
 

@@ -14,8 +14,8 @@ from typing import Annotated, Any
 
 import typer
 
-from origamig.datacenter import GiSlot, Placement
 from origamig.errors import SnapshotError
+from origamig.records import GiSlot, Placement
 from origamig.replay import replay_plan
 from origamig.snapshot import Snapshot, load_snapshot, placement_json, read_json, show
 

@@ -18,7 +18,8 @@ from rich.table import Table
 from origamig.cli.check import summarize, wide_console
 from origamig.datacenter import DataCenter
 from origamig.errors import UserError
-from origamig.objective import Objective, Weights
+from origamig.objective import Objective
+from origamig.records import Weights
 from origamig.snapshot import Snapshot, load_snapshot, write_json_atomic
 
 if TYPE_CHECKING:

@@ -21,7 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from origamig.datacenter import DataCenter, Placement, VmSpec
+from origamig.datacenter import DataCenter
+from origamig.records import Placement, VmSpec
 
 
 @dataclass(frozen=True)

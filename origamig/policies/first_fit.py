@@ -21,8 +21,9 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from origamig.catalog import GpuModel, Profile
-from origamig.datacenter import MILLI, NO_GPU_CLASS, DataCenter, GiSlot, Placement, PmSpec, VmSpec
+from origamig.datacenter import DataCenter
 from origamig.policies.base import Rejection
+from origamig.records import MILLI, NO_GPU_CLASS, GiSlot, Placement, PmSpec, VmSpec
 
 PmFit = Callable[[DataCenter, int, VmSpec, tuple[int, ...]], "tuple[Any, Placement] | None"]
 

@@ -33,9 +33,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from origamig.datacenter import DataCenter, Placement, VmSpec
+from origamig.datacenter import DataCenter
 from origamig.policies.first_fit import class_gpus, gi_order, profile_on
 from origamig.policies.tc_rule import tc_place
+from origamig.records import Placement, VmSpec
 
 Gpu = tuple[int, int]  # (pm, gpu index)
 RULES = ("default", "literal")

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from origamig.check import check, check_counters
-from origamig.datacenter import DataCenter, PmSpec
+from origamig.datacenter import DataCenter
 from origamig.policies.base import Deferred, Placed, Policy, Work
+from origamig.records import PmSpec
 from origamig.sim.energy import PowerModel
 from origamig.sim.events import ARRIVAL, CALL_END, CHECK, DEPARTURE, EventQueue
 from origamig.sim.metrics import Recorder

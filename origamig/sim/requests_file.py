@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from origamig.catalog import Catalog
-from origamig.datacenter import VmSpec, cores_to_m, gb_to_mb
 from origamig.errors import UserError
+from origamig.records import VmSpec, cores_to_m, gb_to_mb
 from origamig.sim.workload import Request, vm_for
 
 

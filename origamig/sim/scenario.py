@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from origamig.catalog import DEFAULT_PM_MODEL, Catalog, GpuModel, default_catalog
-from origamig.datacenter import PmSpec, cores_to_m, gb_to_mb
 from origamig.errors import UserError
+from origamig.records import PmSpec, cores_to_m, gb_to_mb
 from origamig.sim.workload import HOUR, Request, WorkloadSpec, generate
 
 A100, A30 = "A100-40GB", "A30-24GB"

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from origamig.catalog import GpuModel, Profile
-from origamig.datacenter import PmSpec
 from origamig.errors import UserError
+from origamig.records import PmSpec
 from origamig.sim.workload import Request, WorkloadSpec, vm_for
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from origamig.catalog import GpuModel, Profile
-from origamig.datacenter import VmSpec, cores_to_m, gb_to_mb
+from origamig.records import VmSpec, cores_to_m, gb_to_mb
 
 HOUR = 3600.0
 

@@ -13,11 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from origamig.bilp import Limits, solve_region
-from origamig.datacenter import DataCenter, Placement
+from origamig.datacenter import DataCenter
 from origamig.executor import Infeasible, plan_migrations
-from origamig.objective import Objective, Weights, evaluate
+from origamig.objective import Objective, evaluate
 from origamig.policies.base import Work
 from origamig.policies.origamig.neighborhood import Neighborhood
+from origamig.records import Placement, Weights
 
 EPSILON = 1e-6  # "strictly better" tolerance on Eq. (5)
 

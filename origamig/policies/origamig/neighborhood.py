@@ -24,8 +24,8 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from origamig.datacenter import NO_GPU_CLASS, DataCenter, VmSpec
-from origamig.objective import Weights
+from origamig.datacenter import DataCenter
+from origamig.records import NO_GPU_CLASS, VmSpec, Weights
 
 
 @dataclass(frozen=True)

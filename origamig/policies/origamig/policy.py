@@ -20,8 +20,7 @@ from collections import Counter
 from typing import Any
 
 from origamig.bilp.backends.base import make_limits
-from origamig.datacenter import DataCenter, VmSpec
-from origamig.objective import Weights
+from origamig.datacenter import DataCenter
 from origamig.policies.base import ArrivalDecision, Deferred, Placed, Rejection, Work, register
 from origamig.policies.first_fit import first_fit
 from origamig.policies.origamig.call import run_call
@@ -33,6 +32,7 @@ from origamig.policies.origamig.neighborhood import (
     select_random,
 )
 from origamig.policies.origamig.triggers import Triggers
+from origamig.records import VmSpec, Weights
 
 
 @register("origamig")
