@@ -42,8 +42,8 @@ from publish import publish
 from origamig.bilp import Limits
 from origamig.catalog import default_catalog
 from origamig.datacenter import DataCenter
+from origamig.policies.arrival_rule import first_fit
 from origamig.policies.base import Rejection
-from origamig.policies.first_fit import first_fit
 from origamig.policies.opt import solve_opt
 from origamig.records import PmSpec, VmSpec, Weights, cores_to_m, gb_to_mb
 from origamig.sim.workload import vm_for

@@ -49,7 +49,7 @@ from origamig.datacenter import DataCenter
 from origamig.objective import evaluate, evaluate_dc
 from origamig.policies.base import Work
 from origamig.policies.opt import solve_opt
-from origamig.policies.origamig.policy import OrigaMIG
+from origamig.policies.optimizer.policy import OrigaMIG
 from origamig.records import Weights
 from origamig.sim.engine import Simulation
 from origamig.sim.scenario import SimConfig, build_pms, requests_for

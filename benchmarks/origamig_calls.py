@@ -26,10 +26,10 @@ from rich.table import Table
 from origamig.bilp import Limits
 from origamig.catalog import default_catalog
 from origamig.datacenter import DataCenter
+from origamig.neighborhood import Bounds, select_admission, select_consolidation
+from origamig.policies.arrival_rule import first_fit
 from origamig.policies.base import Rejection
-from origamig.policies.first_fit import first_fit
-from origamig.policies.origamig.call import run_call
-from origamig.policies.origamig.neighborhood import Bounds, select_admission, select_consolidation
+from origamig.policies.optimizer.call import run_call
 from origamig.records import PmSpec, VmSpec, Weights, cores_to_m, gb_to_mb
 
 RESULTS = Path(__file__).parent / "results"

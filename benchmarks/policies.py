@@ -28,8 +28,8 @@ from rich.table import Table
 
 from origamig.catalog import default_catalog
 from origamig.datacenter import DataCenter
+from origamig.policies.arrival_rule import first_fit
 from origamig.policies.base import Rejection, make_policy
-from origamig.policies.first_fit import first_fit
 from origamig.records import PmSpec, VmSpec, cores_to_m, gb_to_mb
 
 TARGET_MS = 1.0

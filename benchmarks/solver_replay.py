@@ -36,9 +36,9 @@ from publish import publish, quantile
 from origamig.bilp import Limits, solve_region
 from origamig.catalog import default_catalog
 from origamig.datacenter import DataCenter
+from origamig.neighborhood import Neighborhood
 from origamig.policies.base import Work
-from origamig.policies.origamig.neighborhood import Neighborhood
-from origamig.policies.origamig.policy import OrigaMIG
+from origamig.policies.optimizer.policy import OrigaMIG
 from origamig.records import Weights
 from origamig.sim.engine import Simulation
 from origamig.sim.scenario import SimConfig, build_pms, requests_for

@@ -28,8 +28,8 @@ from origamig.catalog import default_catalog
 from origamig.check import check_placement
 from origamig.datacenter import DataCenter
 from origamig.objective import evaluate
+from origamig.policies.arrival_rule import first_fit as shared_first_fit
 from origamig.policies.base import Rejection
-from origamig.policies.first_fit import first_fit as shared_first_fit
 from origamig.records import MILLI, Placement, PmSpec, VmSpec, Weights
 
 TIME_LIMIT_S = 10.0
@@ -39,7 +39,7 @@ A100 = default_catalog().gpu("A100-40GB")
 
 
 def _first_fit(dc: DataCenter, vm: VmSpec) -> Placement | None:
-    """The shared arrival rule (`origamig.policies.first_fit`), None where the VM fits nowhere."""
+    """The shared arrival rule (`origamig.policies.arrival_rule`), None where the VM fits nowhere."""
     hit = shared_first_fit(dc, vm)
     return None if isinstance(hit, Rejection) else hit
 

@@ -88,7 +88,7 @@ def choose_region(dc: DataCenter, spec: str, weights: Weights) -> Region:
 
 
 def _auto_region(dc: DataCenter, weights: Weights) -> Region:
-    from origamig.policies.origamig.neighborhood import Bounds, select_admission, select_consolidation
+    from origamig.neighborhood import Bounds, select_admission, select_consolidation
 
     if dc.pending:
         nb = select_admission(dc, list(dc.pending), Bounds())

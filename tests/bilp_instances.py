@@ -11,8 +11,8 @@ import random
 
 from origamig.catalog import default_catalog
 from origamig.datacenter import DataCenter
+from origamig.policies.arrival_rule import first_fit as shared_first_fit
 from origamig.policies.base import Rejection
-from origamig.policies.first_fit import first_fit as shared_first_fit
 from origamig.records import MILLI, Placement, PmSpec, VmSpec
 
 CATALOG = default_catalog()
@@ -21,7 +21,7 @@ A30 = CATALOG.gpu("A30-24GB")
 
 
 def first_fit(dc: DataCenter, vm: VmSpec) -> Placement | None:
-    """The shared arrival rule (`origamig.policies.first_fit`), None where the VM fits nowhere."""
+    """The shared arrival rule (`origamig.policies.arrival_rule`), None where the VM fits nowhere."""
     hit = shared_first_fit(dc, vm)
     return None if isinstance(hit, Rejection) else hit
 

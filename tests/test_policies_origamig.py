@@ -12,16 +12,16 @@ from origamig.bilp import Limits, solve_region
 from origamig.catalog import default_catalog
 from origamig.check import check
 from origamig.datacenter import DataCenter
-from origamig.objective import evaluate
-from origamig.policies.base import Deferred, Placed, Rejection, make_policy
-from origamig.policies.first_fit import first_fit
-from origamig.policies.origamig.call import decide, run_call
-from origamig.policies.origamig.neighborhood import (
+from origamig.neighborhood import (
     Bounds,
     fits_counts,
     select_admission,
     select_consolidation,
 )
+from origamig.objective import evaluate
+from origamig.policies.arrival_rule import first_fit
+from origamig.policies.base import Deferred, Placed, Rejection, make_policy
+from origamig.policies.optimizer.call import decide, run_call
 from origamig.records import GiSlot, Placement, PmSpec, VmSpec, Weights, cores_to_m, gb_to_mb
 
 CAT = default_catalog()

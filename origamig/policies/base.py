@@ -151,4 +151,4 @@ def _load_builtin(name: str | None = None) -> None:
 
 # Built-in policies: registry name → module (under origamig.policies) whose import registers it.
 # Imported lazily, so that a run of FF does not pay for importing the BILP stack.
-BUILTIN_POLICIES: dict[str, str] = {"ff": "ff", "mfi": "mfi", "tc": "tc", "origamig": "origamig.policy"}
+BUILTIN_POLICIES: dict[str, str] = {"ff": "ff", "mfi": "mfi", "tc": "tc", "origamig": "optimizer.policy"}

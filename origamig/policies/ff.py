@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from origamig.datacenter import DataCenter
 from origamig.policies.arrival_only import ArrivalOnlyPolicy
+from origamig.policies.arrival_rule import first_fit
 from origamig.policies.base import Rejection, register
-from origamig.policies.first_fit import first_fit
 from origamig.records import Placement, VmSpec
 
 

@@ -20,8 +20,8 @@ from origamig.catalog import Profile
 from origamig.datacenter import DataCenter
 from origamig.mig import Geometry
 from origamig.policies.arrival_only import ArrivalOnlyPolicy
+from origamig.policies.arrival_rule import choose_pm, class_gpus, profile_on
 from origamig.policies.base import Rejection, register
-from origamig.policies.first_fit import choose_pm, class_gpus, profile_on
 from origamig.records import GiSlot, Placement, VmSpec
 
 

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from origamig.datacenter import DataCenter
 from origamig.errors import UserError
+from origamig.policies.arrival_rule import choose_pm, class_gpus, profile_on
 from origamig.policies.base import ArrivalDecision, Placed, Rejection, Work, register
-from origamig.policies.first_fit import choose_pm, class_gpus, profile_on
 from origamig.policies.tc_compaction import RULES, compact
 from origamig.policies.tc_rule import tc_place
 from origamig.records import Placement, VmSpec

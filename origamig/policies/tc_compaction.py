@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from origamig.datacenter import DataCenter
-from origamig.policies.first_fit import class_gpus, gi_order, profile_on
+from origamig.policies.arrival_rule import class_gpus, gi_order, profile_on
 from origamig.policies.tc_rule import tc_place
 from origamig.records import Placement, VmSpec
 

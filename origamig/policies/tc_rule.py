@@ -13,7 +13,7 @@ from typing import Any
 
 from origamig.catalog import Profile
 from origamig.mig import Geometry
-from origamig.policies.first_fit import profile_on
+from origamig.policies.arrival_rule import profile_on
 from origamig.records import GiSlot, Placement, VmSpec
 
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from origamig.bilp import Limits, solve_region
 from origamig.datacenter import DataCenter
 from origamig.executor import Infeasible, plan_migrations
+from origamig.neighborhood import Neighborhood
 from origamig.objective import Objective, evaluate
 from origamig.policies.base import Work
-from origamig.policies.origamig.neighborhood import Neighborhood
 from origamig.records import Placement, Weights
 
 EPSILON = 1e-6  # "strictly better" tolerance on Eq. (5)

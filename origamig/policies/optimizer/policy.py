@@ -21,17 +21,17 @@ from typing import Any
 
 from origamig.bilp.backends.base import make_limits
 from origamig.datacenter import DataCenter
-from origamig.policies.base import ArrivalDecision, Deferred, Placed, Rejection, Work, register
-from origamig.policies.first_fit import first_fit
-from origamig.policies.origamig.call import run_call
-from origamig.policies.origamig.neighborhood import (
+from origamig.neighborhood import (
     Bounds,
     Neighborhood,
     select_admission,
     select_consolidation,
     select_random,
 )
-from origamig.policies.origamig.triggers import Triggers
+from origamig.policies.arrival_rule import first_fit
+from origamig.policies.base import ArrivalDecision, Deferred, Placed, Rejection, Work, register
+from origamig.policies.optimizer.call import run_call
+from origamig.policies.optimizer.triggers import Triggers
 from origamig.records import VmSpec, Weights
 
 
