@@ -29,7 +29,7 @@ from origamig.datacenter import DataCenter
 from origamig.neighborhood import Bounds, select_admission, select_consolidation
 from origamig.policies.arrival_rule import first_fit
 from origamig.policies.base import Rejection
-from origamig.policies.optimizer.call import run_call
+from origamig.policies.optimizer.policy import PHASES, run_call
 from origamig.records import PmSpec, VmSpec, Weights, cores_to_m, gb_to_mb
 
 RESULTS = Path(__file__).parent / "results"
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     console.print(table)
 
-    phases = ["select_s", "build_s", "compile_s", "solve_s", "decode_s", "plan_s"]
+    phases = list(PHASES)
     per_call = []
     limits = Limits(time_limit_s=args.time_limit, threads=None)
     for seed in range(calls):
@@ -124,12 +124,12 @@ def main(argv: list[str] | None = None) -> int:
         nb = select_admission(dc, list(dc.pending), Bounds())
         sel = time.perf_counter() - t
         work = run_call(dc, nb, Weights(), args.solver, limits, sel)
-        rec = {p: float(work.stats.get(p, 0.0)) for p in phases}
+        rec = {p: float(work.phases_s.get(p, 0.0)) for p in phases}
         rec.update(
             wall_s=work.wall_s,
             pms=len(nb.pms),
-            vms=work.stats.get("vms"),
-            proved_optimal=bool(work.stats.get("proved_optimal")),
+            vms=work.call.vms if work.call else None,
+            proved_optimal=bool(work.call and work.call.proved_optimal),
             applied=work.applied,
         )
         per_call.append(rec)

@@ -3,7 +3,7 @@
 Speed: each policy over the default 128 PMs and 5 simulated days (48 h warm-up + 72 h measured,
 ≈ 4,300 requests at load 0.85) on one core; the run time is split into the policy's own methods
 and everything else (the framework: event heap, state updates, metrics), and OrigaMIG's calls into
-the phases its `Work.stats` reports (select, build, solve, plan).
+the phases its `Work.phases_s` reports (select, build, solve, plan).
 
 Fidelity: FF with the default setup over seeds 1..N at loads 0.75 and 1.0, against an independent
 reading of SPEC §6 over 100 seeds and against the paper's Table 8.
@@ -155,7 +155,7 @@ def main() -> None:
         print(head + f"{r['policy_s']:>10.3f}{r['framework_s']:>13.3f}{r['framework_us_per_event']:>10.1f}")
         if r["call_phases_s"]:
             phases = ", ".join(f"{k} {v:.2f}" for k, v in sorted(r["call_phases_s"].items()))
-            print(f"{'':<10}Work.stats times (s): {phases}")
+            print(f"{'':<10}Work.phases_s (s): {phases}")
     ff = next((r for r in rows if r["policy"] == "ff"), None)
     if ff and args.hours == 120:
         verdict = "ok" if ff["run_s"] <= SPEED_TARGET_FF_S else "TOO SLOW"

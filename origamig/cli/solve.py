@@ -96,7 +96,7 @@ def solve(
 ) -> None:
     """Optimize a snapshot: admit pending VMs, consolidate, and plan the live migrations to get there."""
     from origamig.bilp.backends.base import make_limits  # the solvers load only when a solve runs
-    from origamig.snapshot_solve import outcome_json, output_document, solve_snapshot
+    from origamig.snapshot_solve import output_document, solve_snapshot
 
     snap = load_snapshot(snapshot)
     overrides = {"accept": accept, "pm": pm, "gpu": gpu, "free_start": free_start, "migration": migration}
@@ -106,7 +106,7 @@ def solve(
         outcome = solve_snapshot(snap, weights, solver.value, limits, neighborhood)
     if out is not None:
         write_json_atomic(out, output_document(snap, outcome))
-    doc = outcome_json(snap, outcome)
+    doc = outcome.to_json()
     doc["summary"] = {"before": _state(snap, outcome, False), "after": _state(snap, outcome, True)}
     if as_json:
         typer.echo(json.dumps(doc, indent=2))

@@ -85,6 +85,7 @@ class TurkkanCompaction:
         self.period_s = float(period_s)
         self.rule = tc_rule
         self._next = self.period_s
+        self._vacating = 0  # GPUs the compaction in flight vacates (one call at a time)
         self._c: dict[str, float] = dict.fromkeys(
             (
                 "admitted",
@@ -142,6 +143,7 @@ class TurkkanCompaction:
             dc.index[m.from_pm] for m in plan.moves if m.from_pm
         }
         moves_s = plan.cost.duration_s
+        self._vacating = len(result.vacated)
         return Work(
             kind="compaction",
             pms=frozenset(pms),
@@ -149,24 +151,16 @@ class TurkkanCompaction:
             plan=plan,
             wall_s=decide_s + moves_s,
             modeled_s=moves_s,
-            stats={
-                **result.stats,
-                "migrations": plan.cost.migrations,
-                "migrated_gb": plan.cost.migrated_gb,
-                "decide_s": decide_s,
-                "moves_s": moves_s,
-                "vacated_gpus": [list(g) for g in result.vacated],
-                "added_gpus": [list(g) for g in result.added],
-            },
+            phases_s={"decide_s": decide_s, "moves_s": moves_s},
         )
 
     def finished(self, dc: DataCenter, work: Work, now: float) -> None:
-        if not work.applied:
+        if not work.applied or work.plan is None:
             self._c["compactions_discarded"] += 1
             return
         cost = work.plan.cost
         self._c["compactions_with_moves"] += 1
-        self._c["vacated_gpus"] += len(work.stats["vacated_gpus"])
+        self._c["vacated_gpus"] += self._vacating
         self._c["migrations"] += cost.migrations
         self._c["parking_moves"] += cost.parking
         self._c["bytes_moved"] += cost.bytes_copied

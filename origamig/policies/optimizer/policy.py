@@ -5,7 +5,7 @@ each GI largest first on the lowest GPU of its class where the default GI placem
 otherwise it joins the pending queue Q. Every `check_interval_s` (10 s), if no call is running:
 an admission call when Q is non-empty, else a consolidation call for the first class whose gap
 Γ_h ≥ θ (O(1) counters). A call selects its neighborhood with Algorithm 1 (or at random), solves the
-restricted BILP, plans the migrations, and applies only a strictly better plan (`call.py`).
+restricted BILP, plans the migrations, and applies only a strictly better plan (`decision.py`).
 Complexity: an arrival is one first-fit pass O(|M|·|K|); a check is O(#classes); a call is one pass
 over the PMs plus a bounded BILP. Ties: lowest PM, GPU and start, oldest pending VM first.
 """
@@ -19,8 +19,9 @@ import time
 from collections import Counter
 from typing import Any
 
-from origamig.bilp.backends.base import make_limits
+from origamig.bilp.backends.base import Limits, make_limits
 from origamig.datacenter import DataCenter
+from origamig.decision import decide
 from origamig.neighborhood import (
     Bounds,
     Neighborhood,
@@ -29,8 +30,7 @@ from origamig.neighborhood import (
     select_random,
 )
 from origamig.policies.arrival_rule import first_fit
-from origamig.policies.base import ArrivalDecision, Deferred, Placed, Rejection, Work, register
-from origamig.policies.optimizer.call import run_call
+from origamig.policies.base import ArrivalDecision, CallStats, Deferred, Placed, Rejection, Work, register
 from origamig.policies.optimizer.triggers import Triggers
 from origamig.records import VmSpec, Weights
 
@@ -133,12 +133,13 @@ class OrigaMIG:
         if not nb.pms:
             return Work(nb.kind, frozenset(), {}, rejected=nb.rejected, applied=False, wall_s=select_s)
         work = run_call(dc, nb, self.weights, self.solver, self.limits, select_s)
+        assert work.call is not None
         self._calls[nb.kind] += 1
         self._wall.append(work.wall_s)
-        for key in ("select_s", "build_s", "compile_s", "solve_s", "decode_s", "plan_s"):
-            self._phase[key] += float(work.stats.get(key, 0.0))
-        self._status[str(work.stats.get("termination", "?"))] += 1
-        self._status[f"outcome_{work.stats.get('outcome', '?')}"] += 1
+        for key in PHASES:
+            self._phase[key] += work.phases_s.get(key, 0.0)
+        self._status[work.call.termination] += 1
+        self._status[f"outcome_{work.call.outcome}"] += 1
         return work
 
     def finished(self, dc: DataCenter, work: Work, now: float) -> None:
@@ -164,7 +165,48 @@ class OrigaMIG:
         return out
 
 
+PHASES = ("select_s", "build_s", "compile_s", "solve_s", "decode_s", "plan_s")  # of a call's wall time
+
+
+def run_call(
+    dc: DataCenter, nb: Neighborhood, weights: Weights, solver: str, limits: Limits, select_s: float = 0.0
+) -> Work:
+    """One call on neighborhood `nb` (`decision.decide`), as the Work the simulator applies.
+
+    Pending VMs of the call that an applied plan does not admit are rejected, and so are those
+    Algorithm 1 rejected outright."""
+    t0 = time.perf_counter()
+    decision = decide(dc, nb.pms, nb.pending, weights, solver, limits)
+    sol = decision.solution
+    applied = decision.applied
+    admitted = tuple(v for v in nb.pending if v in decision.changed) if applied else ()
+    rejected = tuple(v for v in nb.pending if v not in admitted) + nb.rejected
+    stats = CallStats(
+        status=decision.status,
+        changed=bool(decision.changed),
+        termination=sol.result.termination,
+        proved_optimal=sol.result.proved_optimal,
+        gpu_class=nb.gpu_class,
+        pms=len(nb.pms),
+        vms=nb.vm_count(dc),
+        gain=decision.gain,
+        detail=decision.reason,
+    )
+    return Work(
+        kind=nb.kind,
+        pms=frozenset(nb.pms),
+        target=decision.changed if applied else {},
+        admitted=admitted,
+        rejected=rejected,
+        plan=decision.plan if applied else None,
+        wall_s=select_s + (time.perf_counter() - t0),
+        modeled_s=sol.modeled_s,
+        applied=applied,
+        phases_s={"select_s": select_s, **decision.timings},
+        call=stats,
+    )
+
+
 def _class_of(work: Work, dc: DataCenter) -> str | None:
-    """The class a consolidation Work was for (recorded by the neighborhood in its stats)."""
-    h = work.stats.get("gpu_class")
-    return str(h) if h is not None else None
+    """The class a consolidation Work was for (recorded by the neighborhood in its call stats)."""
+    return work.call.gpu_class if work.call is not None else None
