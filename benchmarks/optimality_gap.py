@@ -54,6 +54,7 @@ from origamig.records import Weights
 from origamig.sim.engine import Simulation
 from origamig.sim.scenario import SimConfig, build_pms, requests_for
 from origamig.sim.workload import HOUR
+from origamig.solver_registry import backend_names
 
 RESULTS = Path(__file__).parent / "results"
 PAPER_POINTS = tuple(FIG8A_EXTRA_ACTIVE_PMS_PCT)  # the (PMs, M_max) pairs of Fig. 8(a)
@@ -511,7 +512,7 @@ def main(argv: list[str] | None = None) -> int:
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="8/16/32 PMs, 1 seed, every 8 h (default)")
     mode.add_argument("--full", action="store_true", help="paper scale: 8/16/32 PMs, 3 seeds, every 4 h")
-    ap.add_argument("--solver", choices=("highs", "cpsat"), default="highs")
+    ap.add_argument("--solver", choices=backend_names(), default="highs")
     ap.add_argument("--opt-limit", type=float, help="time limit of one OPT solve (s)")
     ap.add_argument("--points", help="(PMs, M_max) pairs to run instead, e.g. 32:16,32:8")
     ap.add_argument("--seeds", help="seeds to run instead, e.g. 1,2,3")

@@ -31,6 +31,7 @@ from origamig.policies.arrival_rule import first_fit
 from origamig.policies.base import Rejection
 from origamig.policies.optimizer.policy import PHASES, run_call
 from origamig.records import PmSpec, VmSpec, Weights, cores_to_m, gb_to_mb
+from origamig.solver_registry import backend_names
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="CI-sized (default)")
     ap.add_argument("--full", action="store_true", help="up to 4,096 PMs and more calls")
-    ap.add_argument("--solver", default="highs", choices=["highs", "cpsat"])
+    ap.add_argument("--solver", default="highs", choices=backend_names())
     ap.add_argument("--time-limit", type=float, default=10.0)
     args = ap.parse_args(argv)
     sizes = [256, 1024, 2048, 4096] if args.full else [256, 1024]

@@ -44,9 +44,10 @@ from origamig.sim.engine import Simulation
 from origamig.sim.scenario import SimConfig, build_pms, requests_for
 from origamig.sim.workload import HOUR
 from origamig.snapshot import parse_snapshot
+from origamig.solver_registry import backend_names
 
 RESULTS = Path(__file__).parent / "results"
-SETTINGS = (("highs", 1), ("highs", 2), ("cpsat", 1), ("cpsat", 2))
+SETTINGS = tuple((solver, threads) for solver in backend_names() for threads in (1, 2))
 CHECKPOINTS_S = (1.0, 2.0, 10.0)
 EPS = 1e-6
 PAPER_MEDIAN_CALL_128_S = TABLE10["delta-10"]["median_call_s"]  # Table 10, δ = 10 (the default settings)

@@ -31,9 +31,10 @@ from origamig.objective import evaluate
 from origamig.policies.arrival_rule import first_fit as shared_first_fit
 from origamig.policies.base import Rejection
 from origamig.records import MILLI, Placement, PmSpec, VmSpec, Weights
+from origamig.solver_registry import backend_names
 
 TIME_LIMIT_S = 10.0
-SETTINGS = (("highs", 1), ("highs", 2), ("cpsat", 1), ("cpsat", 2))
+SETTINGS = tuple((solver, threads) for solver in backend_names() for threads in (1, 2))
 RESULTS = Path(__file__).parent / "results" / "solvers.json"
 A100 = default_catalog().gpu("A100-40GB")
 

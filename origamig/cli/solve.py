@@ -21,14 +21,14 @@ from origamig.errors import UserError
 from origamig.objective import Objective
 from origamig.records import Weights
 from origamig.snapshot import Snapshot, load_snapshot, write_json_atomic
+from origamig.solver_registry import DEFAULT_BACKEND, backend_names
 
 if TYPE_CHECKING:
     from origamig.snapshot_solve import Outcome
 
 
-class SolverName(StrEnum):
-    highs = "highs"
-    cpsat = "cpsat"
+SolverName = StrEnum("SolverName", {name: name for name in backend_names()})  # type: ignore[misc]
+_DEFAULT_SOLVER = SolverName(DEFAULT_BACKEND)
 
 
 @contextlib.contextmanager
@@ -66,7 +66,7 @@ def _state(snap: Snapshot, out: Outcome, after: bool) -> dict[str, Any]:
 
 def solve(
     snapshot: Annotated[Path, typer.Argument(help="Snapshot JSON file (SPEC §8).", show_default=False)],
-    solver: Annotated[SolverName, typer.Option("--solver", help="MIP solver backend.")] = SolverName.highs,
+    solver: Annotated[SolverName, typer.Option("--solver", help="MIP solver backend.")] = _DEFAULT_SOLVER,
     time_limit: Annotated[float, typer.Option("--time-limit", min=0.0, help="Solver time limit (s).")] = 10.0,
     threads: Annotated[
         int | None,

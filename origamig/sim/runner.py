@@ -82,6 +82,11 @@ def run_all(
         validate(spec)
     for name in sorted({s.policy for s in specs}):
         policy_base.policy_factory(name)  # raises the one-line UserError for an unknown name
+    checked: list[tuple[str, SimConfig]] = []
+    for spec in specs:  # a bad policy option is reported here, before any run starts
+        if (spec.policy, spec.config) not in checked:
+            checked.append((spec.policy, spec.config))
+            make_run_policy(spec.policy, spec.config, spec.seed)
     results: list[RunResult | None] = [None] * len(specs)
     if scheduler is None and workers <= 1:
         for i, spec in enumerate(specs):

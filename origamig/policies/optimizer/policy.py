@@ -17,12 +17,15 @@ import random
 import statistics
 import time
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from origamig.bilp.backends.base import Limits, make_limits
 from origamig.datacenter import DataCenter
 from origamig.decision import decide
+from origamig.errors import UserError
 from origamig.neighborhood import (
+    Bound,
     Bounds,
     Neighborhood,
     select_admission,
@@ -33,6 +36,7 @@ from origamig.policies.arrival_rule import first_fit
 from origamig.policies.base import ArrivalDecision, CallStats, Deferred, Placed, Rejection, Work, register
 from origamig.policies.optimizer.triggers import Triggers
 from origamig.records import VmSpec, Weights
+from origamig.solver_registry import backend_names
 
 
 @register("origamig")
@@ -52,7 +56,7 @@ class OrigaMIG:
         work_limit: float | None = None,
         m_max: int = 16,
         n_max: int = 64,
-        bound: str = "pms",
+        bound: str = Bound.PMS,
         theta: int = 1,
         timer_s: float | None = None,
         random_neighborhoods: bool = False,
@@ -62,13 +66,17 @@ class OrigaMIG:
         delta: float | None = None,
         check_interval_s: float = 10.0,
     ) -> None:
+        options = {k: v for k, v in locals().items() if k not in ("self", "weights")}  # the keyword arguments
+        problems = option_problems(options)
+        if problems:
+            raise UserError(problems)
         base = weights or Weights()
         if delta is not None:
             base = Weights(base.accept, base.pm, base.gpu, base.free_start, delta, base.free_start_by_profile)
         self.weights = base
         self.solver = solver
         self.limits = make_limits(solver, time_limit_s, threads, deterministic, work_limit)
-        self.bounds = Bounds(m_max=m_max, n_max=n_max, bound=bound)
+        self.bounds = Bounds(m_max=m_max, n_max=n_max, bound=Bound(bound))
         self.triggers = Triggers(theta=theta, timer_s=timer_s)
         self.random = random.Random(seed) if random_neighborhoods else None
         self.admission_calls = admission_calls
@@ -163,6 +171,40 @@ class OrigaMIG:
         out.update({f"status_{k}": v for k, v in self._status.items()})
         out.update(self._count)
         return out
+
+
+def option_problems(options: Mapping[str, Any]) -> list[str]:
+    """One line per bad option of `OrigaMIG`, naming the option, its value and what it may be."""
+    problems = []
+
+    def need(ok: bool, key: str, what: str) -> None:
+        if not ok:
+            problems.append(f"{key}: {options[key]!r} {what}")
+
+    def number(value: Any) -> bool:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+
+    def integer(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    need(options["solver"] in backend_names(), "solver", f"is not one of {', '.join(backend_names())}")
+    need(options["bound"] in list(Bound), "bound", f"is not one of {', '.join(Bound)}")
+    for key in ("m_max", "n_max"):
+        need(integer(options[key]) and options[key] >= 1, key, "must be a positive integer")
+    need(options["threads"] is None or (integer(options["threads"]) and options["threads"] >= 1), "threads",
+         "must be a positive integer or null")  # fmt: skip
+    need(integer(options["theta"]) and options["theta"] >= 0, "theta", "must be an integer ≥ 0")
+    need(integer(options["seed"]), "seed", "must be an integer")
+    for key in ("time_limit_s", "work_limit", "timer_s"):
+        value = options[key]
+        need(value is None or (number(value) and value > 0), key, "must be a positive number or null")
+    need(number(options["check_interval_s"]) and options["check_interval_s"] > 0, "check_interval_s",
+         "must be a positive number")  # fmt: skip
+    need(options["delta"] is None or (number(options["delta"]) and options["delta"] >= 0), "delta",
+         "must be a number ≥ 0 or null")  # fmt: skip
+    for key in ("deterministic", "random_neighborhoods", "admission_calls", "consolidation_calls"):
+        need(isinstance(options[key], bool), key, "must be true or false")
+    return problems
 
 
 PHASES = ("select_s", "build_s", "compile_s", "solve_s", "decode_s", "plan_s")  # of a call's wall time
