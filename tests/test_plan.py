@@ -25,6 +25,7 @@ from origamig.plan import (
     move_bytes,
     transfer_seconds,
 )
+from origamig.plan_render import plan_table, render_shell
 from tests.builders import A100, at, datacenter, pm, vm
 
 SH = shutil.which("sh")
@@ -98,7 +99,7 @@ def swap_plan() -> tuple[DataCenter, Plan]:
 def test_table_lists_every_step_and_the_cost() -> None:
     _, plan = swap_plan()
     console = Console(record=True, width=140)
-    console.print(plan.table())
+    console.print(plan_table(plan))
     text = console.export_text()
     for n, step in enumerate(plan.steps):
         assert any(line.split("│")[1].strip() == str(n) for line in text.splitlines() if line.count("│") > 2)
@@ -109,7 +110,7 @@ def test_table_lists_every_step_and_the_cost() -> None:
 
 def test_shell_script_is_valid_sh_and_lists_the_real_operations() -> None:
     dc, plan = swap_plan()
-    script = plan.to_shell(dc)
+    script = render_shell(plan.steps, dc)
     assert "secondary sources" in script and "PLACEHOLDER" in script
     assert "on pm1 nvidia-smi mig -i 0 -cgi 9:0" in script  # 3g.20gb is profile id 9 on the A100
     assert script.count(" -dgi") == sum(1 for s in plan.steps if s.op == "destroy_gi")
@@ -123,7 +124,7 @@ def test_shell_script_is_valid_sh_and_lists_the_real_operations() -> None:
 def test_shell_script_dry_run_prints_and_execute_mode_resolves_gi_ids(tmp_path: Path) -> None:
     dc, plan = swap_plan()
     script = tmp_path / "plan.sh"
-    script.write_text(plan.to_shell(dc))
+    script.write_text(render_shell(plan.steps, dc))
     log = tmp_path / "calls.log"
     bindir = tmp_path / "bin"
     bindir.mkdir()

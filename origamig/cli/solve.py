@@ -19,6 +19,7 @@ from origamig.cli.check import summarize, wide_console
 from origamig.datacenter import DataCenter
 from origamig.errors import UserError
 from origamig.objective import Objective
+from origamig.plan_render import plan_table
 from origamig.records import Weights
 from origamig.snapshot import Snapshot, load_snapshot, write_json_atomic
 from origamig.solver_registry import DEFAULT_BACKEND, backend_names
@@ -166,7 +167,7 @@ def _render(path: Path, snap: Snapshot, out: Outcome, doc: dict[str, Any], writt
             f"bound {s['bound']}, gap {gap}, {s['wall_s']:.2f} s"
         )
     if out.plan is not None:
-        console.print(out.plan.table())
+        console.print(plan_table(out.plan))
     if written is not None:
         console.print(f"wrote {written}")
 
