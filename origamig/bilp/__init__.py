@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from origamig.bilp.backends.base import Limits, SolveResult, available, get_backend
 from origamig.bilp.compile import Compiled, compile_model, decode
 from origamig.bilp.model import BilpModel, build_model
-from origamig.bilp.restrict import Region, fix_outside, fixed_constant, restrict
+from origamig.bilp.restrict import Region, fixed_constant, restrict
 from origamig.datacenter import DataCenter
 from origamig.objective import evaluate
 from origamig.records import Placement, Weights
@@ -35,7 +35,6 @@ __all__ = [
     "build_model",
     "compile_model",
     "decode",
-    "fix_outside",
     "fixed_constant",
     "restrict",
     "solve_region",

@@ -15,6 +15,7 @@ from typing import Any
 from origamig.catalog import DEFAULT_PM_MODEL, Catalog, GpuModel, default_catalog
 from origamig.errors import UserError
 from origamig.records import PmSpec, cores_to_m, gb_to_mb
+from origamig.sim.trace import trace_dir, trace_requests
 from origamig.sim.workload import HOUR, Request, WorkloadSpec, generate
 
 A100, A30 = "A100-40GB", "A30-24GB"
@@ -110,8 +111,6 @@ def validate(config: SimConfig) -> None:
     if problems:
         raise UserError(problems)
     if variant(config.variant).source == "alibaba" and not config.requests_file:
-        from origamig.sim.trace import trace_dir
-
         trace_dir(config.trace_dir)  # raises the one-line error when the trace is absent
 
 
@@ -154,7 +153,5 @@ def requests_for(
 
         return [r for r in read_requests(Path(config.requests_file), cat) if r.arrival_s < config.horizon_s]
     if variant(config.variant).source == "alibaba":
-        from origamig.sim.trace import trace_requests
-
-        return trace_requests(config, seed, pms)
+        return trace_requests(pms, config.load, seed, config.horizon_s, config.trace_dir)
     return generate(gpu_inventory(pms), workload_spec(config), seed, config.horizon_s)
