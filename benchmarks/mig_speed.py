@@ -1,5 +1,5 @@
 """Speed of the MIG slice algebra on one core: default-placement decisions per second (target ≥ 200k/s
-on an A100, issue 2) and the §3 configuration-space enumeration time.
+on an A100) and the configuration-space enumeration time (docs/model.md#configuration-space).
 
     python benchmarks/mig_speed.py [--quick | --full] [--gpu A100-40GB]
 

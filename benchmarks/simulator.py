@@ -1,4 +1,4 @@
-"""Simulator speed and fidelity (issue 7).
+"""Simulator speed and fidelity.
 
 Speed: each policy over the default 128 PMs and 5 simulated days (48 h warm-up + 72 h measured,
 ≈ 4,300 requests at load 0.85) on one core; the run time is split into the policy's own methods
@@ -6,7 +6,7 @@ and everything else (the framework: event heap, state updates, metrics), and Ori
 the phases its `Work.phases_s` reports (select, build, solve, plan).
 
 Fidelity: FF with the default setup over seeds 1..N at loads 0.75 and 1.0, against an independent
-reading of SPEC §6 over 100 seeds and against the paper's Table 8.
+reading of the workload (docs/simulator.md) over 100 seeds and against the paper's Table 8.
 
     python benchmarks/simulator.py --quick      # speed of ff/mfi/tc (1 repeat), FF fidelity over 5 seeds
     python benchmarks/simulator.py --full       # 3 repeats (median), OrigaMIG too, FF fidelity over 20 seeds

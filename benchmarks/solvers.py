@@ -1,6 +1,6 @@
 """Benchmark of the BILP pipeline: model size, build / compile time, HiGHS and CP-SAT solves.
 
-Instances (SPEC §2, issue 3): fragmented neighborhoods of 16 PMs × 2 A100 (FF-filled until it
+Instances (docs/model.md#solvers): fragmented neighborhoods of 16 PMs × 2 A100 (FF-filled until it
 rejects, a random third departed, 4–8 pending; 40–64 VMs) and whole data centers of 8/16/32 PMs
 (OPT: every PM, every pending VM). Each instance is solved by every solver setting with a 10 s limit.
 On a shared machine wall times grow with the load; each solve's CPU time and the solvers'

@@ -1,4 +1,4 @@
-"""The migration executor (SPEC §4, paper §5.4): (current state, target placement) → Plan | Infeasible.
+"""The migration executor: (current state, target placement) → Plan | Infeasible (docs/policies.md#executor).
 
 A *step* moves (or starts) one VM: create its new GIs at their target slices, migrate (or start)
 the VM, destroy its old GIs. Inside one PM, a GI whose slot does not change is kept (neither

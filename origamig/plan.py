@@ -1,12 +1,12 @@
-"""Migration plans: the steps of SPEC §8, their cost, and their JSON form (`plan_render.py` draws them).
+"""Migration plans (docs/formats.md#plan): their steps, cost and JSON (`plan_render.py` draws them).
 
 A plan is a list of steps run strictly in order. Each step is one frozen record whose `to_dict()` is
-exactly the SPEC §8 JSON object (`{"op": "migrate", "vm": .., "from": .., "to": ..}`, plus
+exactly the JSON object of docs/formats.md#plan (`{"op": "migrate", "vm": .., "from": .., "to": ..}`, plus
 `"parking": true` on the steps of a parking move). PMs are named by their ids, GPUs by their index
 on the PM. The executor (`executor.py`) builds plans; `replay.py` checks them independently.
 
-Cost model (SPEC §4): an inter-PM live migration copies the VM's RAM plus the memory of its GIs
-over the network at `bandwidth_gbit_s` (default 12.5 Gbit/s, half of a 25 Gbit/s link); an
+Cost model (docs/policies.md#executor): an inter-PM live migration copies the VM's RAM plus the memory of its
+GIs over the network at `bandwidth_gbit_s` (default 12.5 Gbit/s, half of a 25 Gbit/s link); an
 intra-PM move (between GIs of one PM) copies nothing over the network and is counted at 0 bytes
 and 0 s. 1 GB = 10⁹ bytes, 1 MB = 10⁶ bytes, as everywhere in the package.
 """
@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from origamig.records import Placement, VmSpec
 
-DEFAULT_BANDWIDTH_GBIT_S = 12.5  # SPEC §4: half of a 25 Gbit/s link
+DEFAULT_BANDWIDTH_GBIT_S = 12.5  # half of a 25 Gbit/s link (docs/policies.md#executor)
 
 
 # --- steps ---------------------------------------------------------------------------------------
@@ -157,8 +157,8 @@ class PlanCost:
     """What a plan costs. `migrations_*` count the moves to the target, `parking_*` the parking moves;
     every one of them is a live migration (`live_migrations`).
 
-    The decision rule of SPEC §3 subtracts δ_i per intra-PM parking move and 2δ_i per inter-PM one
-    (`parking_penalty`). `bytes_copied` and `duration_s` sum over the inter-PM live migrations,
+    The decision rule (docs/policies.md#decision) subtracts δ_i per intra-PM parking move and 2δ_i per
+    inter-PM one (`parking_penalty`). `bytes_copied` and `duration_s` sum over the inter-PM live migrations,
     parking included (steps run in order, so durations add up).
     """
 
@@ -197,7 +197,7 @@ class PlanCost:
         return self.bytes_copied / 1e9
 
     def parking_penalty(self, delta: float) -> float:
-        """δ per intra-PM parking move plus 2δ per inter-PM one (SPEC §3), for one uniform δ."""
+        """δ per intra-PM parking move plus 2δ per inter-PM one, for one uniform δ (see `decision.py`)."""
         return delta * (self.parking_intra + 2 * self.parking_inter)
 
     def to_dict(self) -> dict[str, Any]:
@@ -274,5 +274,5 @@ class Plan:
         return len(self.moves)
 
     def to_json(self) -> list[dict[str, Any]]:
-        """The plan as SPEC §8 JSON: a list of step objects."""
+        """The plan as JSON (docs/formats.md#plan): a list of step objects."""
         return [s.to_dict() for s in self.steps]

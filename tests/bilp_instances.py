@@ -1,8 +1,8 @@
 """Instances for the BILP tests: a private first-fit filler and random fragmented regions.
 
-First-fit here follows SPEC §3's arrival rule (first PM with CPU/RAM where every GI, largest first,
-gets the lowest-index GPU on which the default GI placement finds a start). It is a test fixture,
-not the FF policy.
+First-fit here follows the arrival rule of docs/policies.md#arrival-rule: the first PM with CPU/RAM where
+every GI, largest first, gets the lowest-index GPU on which the default GI placement finds a start. It is a
+test fixture, not the FF policy.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ def first_fit(dc: DataCenter, vm: VmSpec) -> Placement | None:
 
 
 def random_vm(rng: random.Random, vm_id: str, model=A100, max_gis: int = 2) -> VmSpec:
-    """SPEC §6 workload shape: 1–max_gis GIs of one model, profiles uniform, 4 cores and 16 GB per
-    compute slice."""
+    """The workload's shape (docs/simulator.md#workload): 1–max_gis GIs of one model, profiles uniform,
+    4 cores and 16 GB per compute slice."""
     gis = tuple(rng.choice(model.profiles) for _ in range(rng.randint(1, max_gis)))
     compute = sum(p.compute_slices for p in gis)
     return VmSpec(vm_id, 4 * compute * MILLI, 16 * compute * MILLI, gis)

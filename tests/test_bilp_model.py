@@ -20,7 +20,8 @@ from origamig.mig import geometry
 from origamig.objective import evaluate
 from origamig.records import MILLI, GiSlot, Placement, PmSpec, VmSpec, Weights
 
-A100_CONFIGURATIONS = 723  # SPEC §7 / paper §3: configurations of one A100 40GB, the empty one included
+# docs/model.md#configuration-space / paper §3: configurations of one A100 40GB, the empty one included
+A100_CONFIGURATIONS = 723
 EXACT = Limits(time_limit_s=60, threads=1)
 
 

@@ -1,4 +1,4 @@
-"""Plan records (SPEC §8 JSON), cost arithmetic, the rich table and the dry-run shell script."""
+"""Plan records (docs/formats.md#plan JSON), cost arithmetic, the rich table and the dry-run shell script."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ SH = shutil.which("sh")
 
 
 def test_steps_render_exactly_as_spec_section_8() -> None:
-    # The six example lines of SPEC §8, written out by hand.
+    # The six example lines of docs/formats.md#plan, written out by hand.
     steps = [
         PowerOn("pm3"),
         CreateGi("vm1", 0, "pm3", 1, 0),
@@ -81,7 +81,7 @@ def test_cost_counts_parking_apart_from_migrations() -> None:
     assert (c.parking_intra, c.parking_inter, c.parking, c.starts) == (1, 1, 2, 1)
     assert c.live_migrations == 4
     assert (c.bytes_copied, c.bytes, c.duration_s, c.pms_on, c.pms_off) == (20, 20, 2.0, 1, 1)
-    assert c.parking_penalty(10) == 30  # δ + 2δ (SPEC §3)
+    assert c.parking_penalty(10) == 30  # δ + 2δ (docs/policies.md#decision)
     assert set(c.to_dict()) >= {"migrations_intra", "parking_inter", "bytes_copied", "duration_s"}
     assert "2 migrations" in c.describe() and "2 parking" in c.describe()
     assert PlanCost().migrations == 0

@@ -1,4 +1,4 @@
-"""OrigaMIG: hand-made scenarios per rule (paper §5, SPEC §3) and its three guarantees (§5.5)."""
+"""OrigaMIG: hand-made scenarios per rule (paper §5, docs/policies.md) and its three guarantees (§5.5)."""
 
 from __future__ import annotations
 

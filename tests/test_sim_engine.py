@@ -1,4 +1,4 @@
-"""The event loop and the metric/energy accounting on hand-computed tiny scenarios (SPEC §6)."""
+"""The event loop and the metric/energy accounting on hand-computed tiny scenarios (docs/simulator.md)."""
 
 from __future__ import annotations
 

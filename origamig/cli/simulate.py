@@ -188,7 +188,7 @@ def simulate(
     ] = False,
     out: Annotated[Path | None, typer.Option("--out", help="Write the results JSON to this file.")] = None,
 ) -> None:
-    """Simulate placement policies on the paper's workload (SPEC §6) and report its metrics."""
+    """Simulate placement policies on the paper's workload (docs/simulator.md) and report its metrics."""
     policies = split_list(policy)
     options = parse_options(option or [], policies)
     if bound is not None:

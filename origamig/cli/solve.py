@@ -66,7 +66,9 @@ def _state(snap: Snapshot, out: Outcome, after: bool) -> dict[str, Any]:
 
 
 def solve(
-    snapshot: Annotated[Path, typer.Argument(help="Snapshot JSON file (SPEC §8).", show_default=False)],
+    snapshot: Annotated[
+        Path, typer.Argument(help="Snapshot JSON file (docs/formats.md#snapshot).", show_default=False)
+    ],
     solver: Annotated[SolverName, typer.Option("--solver", help="MIP solver backend.")] = _DEFAULT_SOLVER,
     time_limit: Annotated[float, typer.Option("--time-limit", min=0.0, help="Solver time limit (s).")] = 10.0,
     threads: Annotated[
@@ -79,7 +81,10 @@ def solve(
     neighborhood: Annotated[
         str, typer.Option("--neighborhood", help="auto (Algorithm 1), all, or PM ids: pm0,pm3,...")
     ] = "auto",
-    as_json: Annotated[bool, typer.Option("--json", help="Print the SPEC §8 JSON document.")] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Print the solve document as JSON (docs/formats.md#solve-document)."),
+    ] = False,
     out: Annotated[
         Path | None, typer.Option("--out", help="Write the resulting snapshot here (atomically).")
     ] = None,

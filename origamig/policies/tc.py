@@ -1,4 +1,4 @@
-"""Turkkan Compaction (TC, Turkkan et al.; paper §6.3, SPEC §5), adapted to VMs on PMs.
+"""Turkkan Compaction (TC, Turkkan et al.; paper §6.3, docs/policies.md#tc), adapted to VMs on PMs.
 
 Score (direction: larger is better). The joint utilization of a GPU is (s_m + s_c) / (S_m + S_c):
 used memory and compute slices over the GPU's memory and compute slices.

@@ -1,4 +1,4 @@
-"""TC's periodic compaction (Turkkan et al., paper §6.3 and SPEC §5), computed on a read-only state.
+"""TC's periodic compaction (Turkkan et al., paper §6.3, docs/policies.md#tc), on a read-only state.
 
 Per class, once per period:
 1. The active GPUs of the class, least utilized first: joint utilization (s_m+s_c)/(S_m+S_c) at the
@@ -14,8 +14,8 @@ Per class, once per period:
 5. When a GPU cannot be vacated, a *trial* adds a free GPU of the class (an idle GPU of an active PM
    if there is one, else any idle GPU; lowest (pm, gpu)) and goes on vacating GPUs in order until
    one fails. Literal rule (`"literal"`): the trial's moves are kept only if it vacated ≥ 2 GPUs.
-   Default rule (`"default"`, SPEC §5's reading that matches the paper's migration rates): a trial
-   that has added one free GPU and fails with fewer than 2 vacated adds a second free GPU, retries,
+   Default rule (`"default"`, docs/policies.md#tc, the reading that matches the paper's migration rates): a
+   trial that has added one free GPU and fails with fewer than 2 vacated adds a second free GPU, retries,
    and then keeps its moves only if it vacated ≥ 3 GPUs. A discarded trial leaves no trace and the
    scan goes on after the GPU that opened it; a kept one resumes at the GPU where it stopped.
 

@@ -1,4 +1,4 @@
-"""Power of a PM and its GPUs (SPEC §6, paper §6.2 and Table 7).
+"""Power of a PM and its GPUs (docs/simulator.md#energy, paper §6.2 and Table 7).
 
 A PM that hosts no VM is off and draws nothing (switching is free). An active PM draws its server's
 SPECpower curve at its CPU load (share of its cores the VMs use), interpolated linearly. A GPU with

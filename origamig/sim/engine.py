@@ -39,7 +39,7 @@ class SimulationError(RuntimeError):
 
 @dataclass(frozen=True)
 class RunResult:
-    """The outcome of one run: metrics by SPEC name, policy counters, and run statistics."""
+    """The outcome of one run: metrics (`metrics.METRIC_NAMES`), policy counters, run statistics."""
 
     policy: str
     seed: int

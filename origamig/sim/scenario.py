@@ -46,7 +46,7 @@ _A100_ONLY = Hardware(groups=(((A100, A100), 1.0),))
 VARIANTS: dict[str, Variant] = {
     v.name: v
     for v in (
-        Variant("default", "96 PMs with 2x A100, 32 with 2x A30; SPEC §6 workload"),
+        Variant("default", "96 PMs with 2x A100, 32 with 2x A30; the paper's workload"),
         Variant("smaller-profiles", "larger profiles half as likely", {"larger_weight": 0.5}),
         Variant("larger-profiles", "larger profiles twice as likely", {"larger_weight": 2.0}),
         Variant("one-gi", "0% of VMs with two GIs", {"two_gi_share": 0.0}),

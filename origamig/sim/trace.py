@@ -1,4 +1,5 @@
-"""The Alibaba 2023 GPU trace (`openb_pod_list_default.csv`) mapped to MIG requests (SPEC §6, paper §6.5).
+"""The Alibaba 2023 GPU trace (`openb_pod_list_default.csv`) mapped to MIG requests
+(docs/simulator.md#alibaba-trace).
 
 Mapping, per pod:
 - a pod with `num_gpu` = 1 and `gpu_milli` < 1000 (GPU share f) gets the smallest profile (fewest memory,
