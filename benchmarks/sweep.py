@@ -35,6 +35,7 @@ from origamig.sim.metrics import METRIC_NAMES
 from origamig.sim.runner import RunSpec, run_all
 from origamig.sim.scenario import SimConfig, build_pms
 from origamig.sim.workload import HOUR
+from origamig.solver_registry import backend_names
 
 DERIVED_NAMES = (*METRIC_NAMES, "active_pms_pct", "active_gpus_pct", "migrations_per_admitted_vm")
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -56,7 +57,7 @@ class Scale:
     deterministic: bool  # True: calls take modeled time; with no time limit, only `work_limit` stops them
     work_limit: float | None = None
     threads: int | None = 1
-    solver: str = "highs"  # OrigaMIG's BILP backend: highs | cpsat
+    solver: str = "highs"  # OrigaMIG's BILP backend (`solver_registry`)
     fleet: Fleet | None = None  # a fleet file's data center and workload (`--fleet`); None: the paper's
 
     def config(self, **changes: Any) -> SimConfig:
@@ -445,7 +446,7 @@ def parser(description: str, quick: Scale = QUICK, full: Scale = FULL) -> argpar
     p.add_argument("--scheduler", default=None, help="run on a Dask cluster: tcp://HOST:PORT")
     p.add_argument("--seeds", type=int, default=None, help="override the number of seeds (1..N)")
     p.add_argument(
-        "--solver", choices=("highs", "cpsat"), default=None, help="OrigaMIG's solver (default highs)"
+        "--solver", choices=backend_names(), default=None, help="OrigaMIG's solver (default highs)"
     )
     p.add_argument(
         "--fleet", type=Path, default=None, help="simulate this fleet file (examples/fleets/) at its own size"

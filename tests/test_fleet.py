@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from origamig.errors import UserError
-from origamig.policies.origamig.neighborhood import derived_bounds
+from origamig.neighborhood import derived_bounds
 from origamig.sim.fleet import Fleet, FleetError, PmKind, load_fleet
 from origamig.sim.scenario import SimConfig, build_pms, requests_for, validate, workload_spec
 from origamig.sim.workload import generate
@@ -238,10 +238,25 @@ def test_own_requests_replay_on_a_fleet(tmp_path: Path) -> None:
         "b,60,7200,H100-80GB,1g.10gb,,\n"
         "c,120,3600,A100-40GB,1g.5gb,,\n"
     )
-    args = ["simulate", "--policy", "ff", "--fleet", str(FLEETS / "h100-8x.toml"), "--requests", str(requests)]
+    args = [
+        "simulate",
+        "--policy",
+        "ff",
+        "--fleet",
+        str(FLEETS / "h100-8x.toml"),
+        "--requests",
+        str(requests),
+    ]
     code, out, err = run_main([*args, "--seeds", "1", "--warmup", "0", "--measure", "3h", "--json"])
     assert code == 0, err
     run = json.loads(out)["runs"][0]
     assert run["requests"] == 3 and run["config"]["pms"] == 12
     # The A100-40GB request fits no H100 server: 1 of the 18 requested memory slices is refused.
     assert run["metrics"]["acceptance"] == 17 / 18
+
+
+def test_solve_auto_neighborhood_on_8_gpu_servers_uses_derived_bounds() -> None:
+    code, out, err = run_main(["solve", str(FLEETS / "h100-cluster.json"), "--json"])
+    assert code == 0, err
+    chosen = json.loads(out)["neighborhood"]["pms"]
+    assert 2 <= len(chosen) <= 4  # M_max = 4 servers of 8 GPUs (the paper's 16 would take all six)

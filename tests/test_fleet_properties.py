@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from origamig.catalog import default_catalog
-from origamig.datacenter import PmSpec, VmSpec, cores_to_m, gb_to_mb
-from origamig.policies.origamig.neighborhood import derived_bounds
+from origamig.neighborhood import derived_bounds
+from origamig.records import PmSpec, VmSpec, cores_to_m, gb_to_mb
 from origamig.replay import replay_plan
 from origamig.sim.engine import Simulation
 from origamig.sim.runner import make_run_policy

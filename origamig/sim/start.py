@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from origamig.datacenter import Placement, PmSpec
 from origamig.errors import SnapshotError, UserError
+from origamig.records import Placement, PmSpec
 from origamig.sim.workload import HOUR, Request, WorkloadSpec
 from origamig.snapshot import Snapshot, load_snapshot
 
