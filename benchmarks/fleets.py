@@ -10,10 +10,11 @@ Writes benchmarks/results/fleets-<scale>.json (every run, the sweep summary, the
 the call study), fleets-<scale>.md (the what-if in words and tables, as `origamig report --what-if`
 prints it) and fleets-<scale>.png (its figure).
 
-Call study (`--calls`, on by default for the 8-GPU fleets): seed 1 is simulated again in this process
-with every OrigaMIG call of the measured window recorded — its wall time under the run's node budget,
-whether the solver proved optimality, and the neighborhood's PMs, GPUs and VMs — then every recorded
-call is solved again with the paper's setting (HiGHS, 1 thread, 10 s wall-clock limit, no node budget).
+Call study (for the fleets with 8-GPU servers; `--no-calls` skips it, `--calls-only` redoes it alone):
+each seed's OrigaMIG run is simulated again in this process with every call of the measured window
+recorded — its wall time under the run's node budget, whether the solver proved optimality, and the
+neighborhood's PMs, GPUs and VMs — then every recorded call is solved again with the paper's setting
+(HiGHS, 1 thread, 10 s wall-clock limit, no node budget).
 
     python benchmarks/fleets.py --quick --workers 1    # 24 h + 24 h, seeds 1-3; paper fleet at 32 PMs
     python benchmarks/fleets.py --full --scheduler tcp://HOST:8786   # 48 h + 72 h, 5 seeds, own sizes
@@ -98,7 +99,7 @@ def whatif_document(sw: Sweep, chosen: list[Fleet]) -> dict[str, Any]:
 
 
 # --- OrigaMIG's calls on 8-GPU neighborhoods ---------------------------------------------------------
-def record_calls(fleet: Fleet, scale: Scale, seed: int = 1) -> list[dict[str, Any]]:
+def record_calls(fleet: Fleet, scale: Scale, seed: int) -> list[dict[str, Any]]:
     """Simulate OrigaMIG on `fleet` as the sweep does and record every call of the measured window."""
     from solver_replay import neighborhood_document
 
@@ -128,6 +129,7 @@ def record_calls(fleet: Fleet, scale: Scale, seed: int = 1) -> list[dict[str, An
             proved = stats.proved_optimal if stats is not None else bool(result.stats.get("proved_optimal"))
             recorded.append(
                 {
+                    "seed": seed,
                     "t_s": clock["now"],
                     "kind": nb.kind,
                     "pms": len(nb.pms),
@@ -177,10 +179,10 @@ def call_study(chosen: list[Fleet], scale: Scale) -> dict[str, Any]:
         if fleet.gpus_per_pm < 8:
             continue
         t0 = time.perf_counter()
-        recorded = record_calls(fleet, scale)
+        recorded = [c for seed in scale.seeds for c in record_calls(fleet, scale, seed)]
         replayed = replay_calls(recorded)
         out[fleet.name] = {
-            "seed": 1,
+            "seeds": list(scale.seeds),
             "window": f"{scale.warmup_h:g}–{scale.warmup_h + scale.measure_h:g} h",
             "neighborhood": {
                 key: {
@@ -198,6 +200,24 @@ def call_study(chosen: list[Fleet], scale: Scale) -> dict[str, Any]:
             "calls": [{k: v for k, v in c.items() if k != "snapshot"} for c in recorded],
             "replayed": replayed,
             "wall_s": time.perf_counter() - t0,
+        }
+    return out
+
+
+def sweep_calls(sw: Sweep) -> dict[str, Any]:
+    """Per fleet, over the sweep's OrigaMIG runs: calls, the share the solver proved optimal, and the
+    median of the runs' median call wall times."""
+    out: dict[str, Any] = {}
+    for fleet in dict.fromkeys(r["col"] for r in sw.runs):
+        runs = [r for r in sw.runs if r["col"] == fleet and r["policy"] == "origamig"]
+        calls = sum(int(r["counters"].get("calls", 0)) for r in runs)
+        proved = sum(int(r["counters"].get("status_optimal", 0)) for r in runs)
+        medians = [r["counters"]["median_call_s"] for r in runs if r["counters"].get("median_call_s")]
+        out[fleet] = {
+            "runs": len(runs),
+            "calls": calls,
+            "proved_share": proved / calls if calls else None,
+            "median_of_run_medians_s": statistics.median(medians) if medians else None,
         }
     return out
 
@@ -229,7 +249,7 @@ def print_report(text: str, study: dict[str, Any], scale_text: str) -> None:
             )
     if rows:
         sweep.print_table(
-            f"OrigaMIG calls on 8-GPU neighborhoods (seed 1, measured window) — {scale_text}",
+            f"OrigaMIG calls on 8-GPU neighborhoods (every seed, measured window) — {scale_text}",
             ["fleet", "setting", "calls", "median PMs/GPUs/VMs", "median s", "p95 s", "max s", "proved"],
             rows,
             "wall-clock seconds on this machine (shared, 2 cores); 'proved': the solver proved optimality",
@@ -249,6 +269,7 @@ def write(sw: Sweep, chosen: list[Fleet], study: dict[str, Any], out_dir: Path) 
         "scale_text": describe(sw.scale, chosen),
         "fleets": {f.name: {"pms": pms_of(f, sw.scale), "describe": f.describe()} for f in chosen},
         "what_if": {"summary": doc["summary"], "paired": doc["paired"]},
+        "origamig_calls_in_sweep": sweep_calls(sw),
         "call_study": study,
     }
     path = sweep.write_json(sw, extra, out_dir)
@@ -265,11 +286,9 @@ def main(args: argparse.Namespace) -> None:
         chosen = [scale.fleet]
     else:
         chosen = fleets(tuple(args.fleets.split(",")) if args.fleets else FLEET_FILES)
-    if args.replot:  # the stored runs as they are (their derived metrics used each fleet's own size)
-        stored = json.loads((args.out / f"fleets-{scale.name}.json").read_text())
-        sw = Sweep(
-            "fleets", scale, cells(scale, chosen), runs=stored["runs"], wall_s=stored.get("wall_s") or 0.0
-        )
+    if args.replot or args.calls_only:  # the stored runs as they are (derived with each fleet's size)
+        done = json.loads((args.out / f"fleets-{scale.name}.json").read_text())
+        sw = Sweep("fleets", scale, cells(scale, chosen), runs=done["runs"], wall_s=done.get("wall_s") or 0.0)
     else:
         sw = sweep.run_or_load("fleets", scale, cells(scale, chosen), args)
     stored = _stored_study(scale, args.out) if args.replot or args.no_calls else {}
@@ -291,4 +310,5 @@ if __name__ == "__main__":
         "--fleets", default=None, help=f"comma-separated example fleets (default {','.join(FLEET_FILES)})"
     )
     p.add_argument("--no-calls", action="store_true", help="skip the call study (keep a stored one)")
+    p.add_argument("--calls-only", action="store_true", help="redo the call study on the stored sweep")
     sweep.main_wrapper(main, p.parse_args())
