@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from typing import Any
 from origamig.catalog import Catalog, GpuModel, default_catalog
 from origamig.datacenter import DataCenter, Placement, PmSpec, VmSpec
 from origamig.errors import SnapshotError
+from origamig.json_text import parse_json_text
 from origamig.objective import Weights
 from origamig.snapshot_reader import SNAPSHOT_VERSION, read_document, show
 
@@ -80,23 +82,13 @@ def load_snapshot(path: str | Path, catalog: Catalog | None = None) -> Snapshot:
 
 
 def read_json(path: str | Path) -> Any:
-    """Parse a JSON file strictly (no NaN/Infinity); errors name the file, line and column."""
+    """Parse a JSON file strictly (no NaN/Infinity, bounded nesting); errors name file, line and column."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SnapshotError(f"{path}: cannot read ({exc.__class__.__name__}: {exc})") from None
 
-    def _reject(token: str) -> Any:
-        raise ValueError(f"{token} is not valid JSON")
-
-    try:
-        return json.loads(text, parse_constant=_reject)
-    except json.JSONDecodeError as exc:
-        raise SnapshotError(
-            f"{path}: not valid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})"
-        ) from None
-    except ValueError as exc:
-        raise SnapshotError(f"{path}: not valid JSON: {exc}") from None
+    return parse_json_text(text, str(path), SnapshotError)
 
 
 def parse_snapshot(doc: Any, catalog: Catalog | None = None) -> Snapshot:
@@ -148,16 +140,21 @@ def snapshot_document(
     return doc
 
 
-def write_json_atomic(path: str | Path, data: Any) -> None:
-    """Write `data` as JSON to `path` through a temp file in the same directory and a rename."""
+def write_json_atomic(path: str | Path, data: Any, indent: int = 2) -> None:
+    """Write `data` as JSON to `path` through a temp file in the same directory and a rename.
+
+    The file gets the mode of the file it replaces, or — a new file — the usual 0666 less the
+    umask (a temp file alone would be 0600), so that `--out` behaves like a shell redirection.
+    """
     target = Path(path)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
     except OSError as exc:
         raise SnapshotError(f"{path}: cannot write ({exc.strerror or exc})") from None
     try:
+        os.fchmod(fd, _mode_for(target))
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2)
+            json.dump(data, fh, indent=indent)
             fh.write("\n")
             fh.flush()
             os.fsync(fh.fileno())
@@ -168,3 +165,14 @@ def write_json_atomic(path: str | Path, data: Any) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _mode_for(target: Path) -> int:
+    """The permission bits a file written to `target` should get (see `write_json_atomic`)."""
+    try:
+        return stat.S_IMODE(target.stat().st_mode)
+    except OSError:
+        pass
+    mask = os.umask(0o022)  # reading the umask means setting it; put it back at once
+    os.umask(mask)
+    return 0o666 & ~mask
