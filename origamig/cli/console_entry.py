@@ -26,6 +26,19 @@ def _click_exceptions() -> ModuleType:
     return exceptions
 
 
+def _abort_types() -> tuple[type[BaseException], ...]:
+    """Click's `Abort` (Ctrl-C, EOF at a prompt): in typer.exceptions or click.exceptions by version."""
+    import importlib
+
+    found = []
+    for name in ("typer.exceptions", _click_exceptions().__name__):
+        try:
+            found.append(getattr(importlib.import_module(name), "Abort", None))
+        except ImportError:
+            continue
+    return tuple(dict.fromkeys(t for t in found if isinstance(t, type)))
+
+
 def _one_line(text: str) -> str:
     return "; ".join(part.strip() for part in text.strip().splitlines() if part.strip())
 
@@ -46,6 +59,7 @@ def _raw_value(argv: list[str], param: Any) -> str | None:
 def run(app: Any) -> None:
     """Run `app` and exit: 0 on success, the command's own code (`typer.Exit`), 2 on any user error."""
     exc = _click_exceptions()
+    aborts = _abort_types()
     try:
         code = app(standalone_mode=False, prog_name="origamig")
     except UserError as err:
@@ -64,7 +78,7 @@ def run(app: Any) -> None:
         where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
         print(f"error: {message}{where}", file=sys.stderr)
         sys.exit(USAGE_EXIT)
-    except exc.Abort:
+    except aborts:
         print("error: aborted", file=sys.stderr)
         sys.exit(1)
     except BrokenPipeError:  # `origamig ... | head`: the reader left; nothing more to say
