@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from origamig.catalog import GpuModel, Profile
-from origamig.datacenter import PmSpec, VmSpec
+from origamig.records import PmSpec, VmSpec
 
 
 def fits_empty(pm: PmSpec, vm: VmSpec) -> bool:
