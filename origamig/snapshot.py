@@ -46,6 +46,7 @@ __all__ = [
     "show",
     "snapshot_document",
     "write_json_atomic",
+    "write_text_atomic",
 ]
 
 
@@ -143,10 +144,16 @@ def snapshot_document(
 
 
 def write_json_atomic(path: str | Path, data: Any, indent: int = 2) -> None:
-    """Write `data` as JSON to `path` through a temp file in the same directory and a rename.
+    """Write `data` as JSON to `path` atomically (see `write_text_atomic`)."""
+    write_text_atomic(path, json.dumps(data, indent=indent) + "\n")
 
-    The file gets the mode of the file it replaces, or — a new file — the usual 0666 less the
-    umask (a temp file alone would be 0600), so that `--out` behaves like a shell redirection.
+
+def write_text_atomic(path: str | Path, text: str, new_mode: int = 0o666) -> None:
+    """Write `text` to `path` through a temp file in the same directory and a rename.
+
+    The file gets the mode of the file it replaces, or — a new file — `new_mode` less the umask
+    (a temp file alone would be 0600), so that `--out` behaves like a shell redirection; a script
+    is written with `new_mode=0o777`.
     """
     target = Path(path)
     try:
@@ -154,10 +161,9 @@ def write_json_atomic(path: str | Path, data: Any, indent: int = 2) -> None:
     except OSError as exc:
         raise SnapshotError(f"{path}: cannot write ({exc.strerror or exc})") from None
     try:
-        os.fchmod(fd, _mode_for(target))
+        os.fchmod(fd, _mode_for(target, new_mode))
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=indent)
-            fh.write("\n")
+            fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)
@@ -169,12 +175,12 @@ def write_json_atomic(path: str | Path, data: Any, indent: int = 2) -> None:
         raise
 
 
-def _mode_for(target: Path) -> int:
-    """The permission bits a file written to `target` should get (see `write_json_atomic`)."""
+def _mode_for(target: Path, new_mode: int = 0o666) -> int:
+    """The permission bits a file written to `target` should get (see `write_text_atomic`)."""
     try:
         return stat.S_IMODE(target.stat().st_mode)
     except OSError:
         pass
     mask = os.umask(0o022)  # reading the umask means setting it; put it back at once
     os.umask(mask)
-    return 0o666 & ~mask
+    return new_mode & ~mask

@@ -31,6 +31,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "origamig.objective",
             "origamig.plan",
             "origamig.plan_render",
+            "origamig.plan_explain",
             "origamig.snapshot",
             "origamig.snapshot_reader",
             "origamig.snapshot_fields",

@@ -110,6 +110,12 @@ class SolveResult:
         }
 
 
+def one_line(text: str, limit: int = 240) -> str:
+    """`text` (a solver's message) on one line, at most `limit` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
 def start_result(
     solver: str,
     compiled: Compiled,
@@ -130,7 +136,7 @@ def start_result(
         wall_s=wall_s,
         x=hint.copy(),
         guard=guard,
-        reason=reason,
+        reason=one_line(reason),
     )
 
 

@@ -142,7 +142,7 @@ class CpSatBackend:
             term = base.INFEASIBLE
         elif status == cp_model.MODEL_INVALID:
             term = base.ERROR
-            reason = f"CP-SAT: {solver.status_name(status)} {solver.solution_info()}".strip()
+            reason = base.one_line(f"CP-SAT: {solver.status_name(status)} {solver.solution_info()}")
         elif limits.work_limit is not None and work >= limits.work_limit * 0.99:
             term = base.WORK_LIMIT
         else:
