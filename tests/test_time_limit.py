@@ -115,3 +115,24 @@ def test_a_solver_that_dies_answers_with_the_start_as_an_error(monkeypatch, stal
     assert result.termination == base.ERROR and "solver failed" in result.reason
     assert result.wall_s < 5.0
     assert_feasible_and_no_worse(compiled, result)
+
+
+def test_the_benchmark_records_the_overrun_of_every_run(tmp_path: Path) -> None:
+    import argparse
+    import json
+
+    import time_limit
+
+    args = argparse.Namespace(
+        pms=2, limits=[0.5], solvers=["highs", "cpsat"], busy=[1], repeats=2, old_limits=[0.5],
+        old_repeats=1, old_timeout=120.0, cli_limits=[], cli_repeats=0,
+    )  # fmt: skip
+    doc = time_limit.run(args)
+    time_limit.draw(doc, tmp_path / "t.png")
+    assert (tmp_path / "t.png").stat().st_size > 0
+    rows = {(r["mode"], r["solver"]): r for r in doc["rows"]}
+    assert set(rows) == {("guarded", "highs"), ("guarded", "cpsat"), ("old", "highs")}
+    for r in rows.values():
+        walls = [x["wall_s"] for x in r["runs"]]
+        assert len(walls) == r["n"] and r["overrun_max_s"] == pytest.approx(max(walls) - 0.5)
+    json.dumps(doc)  # what publish() writes
