@@ -11,6 +11,7 @@ Also the shortest way to run one what-if from Python: `run_policy(policy, fleet=
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,52 +80,47 @@ class WhatIf:
 
 
 def what_ifs(doc: dict[str, Any], policies: Sequence[str] | None = None) -> list[WhatIf]:
-    """The scenarios of a results document (`results.runs_document`), each with its baseline's pairs."""
-    runs = doc.get("runs", [])
-    configs: dict[tuple[Any, ...], dict[str, Any]] = {}
-    from origamig.sim.aggregate import fleet_label
-
-    for run in runs:
-        cfg = run.get("config", {})
-        key = (str(cfg.get("variant", "default")), float(cfg.get("load", 0.0)), fleet_label(run))
-        configs.setdefault(key, cfg)
+    """The scenarios of a results document (`results.runs_document`): one per (variant, load, setup)
+    — a fleet, a snapshot or the default data center at one size and window — with its pairs."""
     groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+    def group(row: dict[str, Any]) -> dict[str, Any]:
+        setup = row.get("setup") or {}
+        key = (row["variant"], row["load"], json.dumps(setup, sort_keys=True, default=str))
+        return groups.setdefault(key, {"summary": {}, "paired": {}, "baseline": None, "row": row})
+
     for row in doc.get("summary", []):
-        key = (row["variant"], row["load"], row.get("fleet"))
-        groups.setdefault(key, {"summary": {}, "paired": {}, "baseline": None})["summary"][row["policy"]] = (
-            row["metrics"]
-        )
+        group(row)["summary"][row["policy"]] = row["metrics"]
     for row in doc.get("paired", []):
-        key = (row["variant"], row["load"], row.get("fleet"))
-        group = groups.setdefault(key, {"summary": {}, "paired": {}, "baseline": None})
-        group["paired"][row["policy"]] = row["metrics"]
-        group["baseline"] = row["baseline"]
+        g = group(row)
+        g["paired"][row["policy"]] = row["metrics"]
+        g["baseline"] = row["baseline"]
     out = []
-    for key, group in groups.items():
-        base = group["baseline"] or next(iter(group["summary"]))
-        if base not in group["summary"]:
+    for g in groups.values():
+        base = g["baseline"] or next(iter(g["summary"]), None)
+        if base not in g["summary"]:
             continue
-        order = [p for p in POLICY_LABELS if p in group["summary"]]
-        order += [p for p in group["summary"] if p not in order]
+        order = [p for p in POLICY_LABELS if p in g["summary"]]
+        order += [p for p in g["summary"] if p not in order]
         if policies:
             order = [p for p in order if p in policies or p == base]
         chosen = (base, *(p for p in order if p != base))
-        cfg = configs.get(key, {})
-        measure = cfg.get("measure_s")
+        row, setup = g["row"], g["row"].get("setup") or {}
+        measure = setup.get("measure_s")
         out.append(
             WhatIf(
-                fleet=key[2],
-                variant=key[0],
-                load=key[1],
-                pms=cfg.get("pms"),
+                fleet=row.get("fleet"),
+                variant=row["variant"],
+                load=row["load"],
+                pms=row.get("pms", setup.get("pms")),
                 measure_h=float(measure) / HOUR if measure else None,
                 baseline=base,
                 policies=chosen,
-                summary={p: group["summary"][p] for p in chosen},
-                paired={p: group["paired"][p] for p in chosen if p in group["paired"]},
+                summary={p: g["summary"][p] for p in chosen},
+                paired={p: g["paired"][p] for p in chosen if p in g["paired"]},
             )
         )
-    return sorted(out, key=lambda w: (w.fleet or "", w.variant, w.load))
+    return sorted(out, key=lambda w: (w.fleet or "", w.variant, w.load, w.pms or 0, w.measure_h or 0))
 
 
 # --- words -----------------------------------------------------------------------------------------
