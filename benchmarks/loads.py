@@ -197,6 +197,7 @@ def main(args: argparse.Namespace) -> None:
     if args.loads:
         loads = tuple(float(x) for x in args.loads.split(","))
     sw = sweep.run_or_load("loads", scale, cells(scale, loads), args)
+    loads = tuple(sorted({*loads, *(float(c.col) for c in sw.cells)}))  # with loads run by earlier commands
     findings = analyse(sw, loads)
     print_tables(sw, loads, findings)
     extra = {"loads": list(loads), "findings": findings, "paper": {"table8": paper.TABLE8}}

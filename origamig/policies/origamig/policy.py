@@ -26,6 +26,8 @@ from origamig.policies.base import ArrivalDecision, Deferred, Placed, Rejection,
 from origamig.policies.first_fit import first_fit
 from origamig.policies.origamig.call import run_call
 from origamig.policies.origamig.neighborhood import (
+    CONSOLIDATION_READINGS,
+    FILL,
     Bounds,
     Neighborhood,
     select_admission,
@@ -61,7 +63,12 @@ class OrigaMIG:
         consolidation_calls: bool = True,
         delta: float | None = None,
         check_interval_s: float = 10.0,
+        consolidation: str = FILL,
     ) -> None:
+        if consolidation not in CONSOLIDATION_READINGS:
+            raise ValueError(
+                f"consolidation={consolidation!r}: choose from {', '.join(CONSOLIDATION_READINGS)}"
+            )
         base = weights or Weights()
         if delta is not None:
             base = Weights(base.accept, base.pm, base.gpu, base.free_start, delta, base.free_start_by_profile)
@@ -74,6 +81,7 @@ class OrigaMIG:
         self.admission_calls = admission_calls
         self.consolidation_calls = consolidation_calls
         self.check_interval_s = check_interval_s
+        self.consolidation = consolidation
         self._vm_class: dict[str, str] = {}
         self._calls: Counter[str] = Counter()
         self._wall: list[float] = []
@@ -121,8 +129,9 @@ class OrigaMIG:
             if self.random is not None:
                 nb = select_random(dc, self.random, self.bounds, gpu_class=h)
             else:
-                nb = select_consolidation(dc, h, self.weights, self.bounds)
-            if len(nb.pms) < 2:  # nothing to empty or nowhere to put it: the call changes nothing
+                nb = select_consolidation(dc, h, self.weights, self.bounds, reading=self.consolidation)
+            if len(nb.pms) < (1 if self.consolidation == FILL else 2):
+                # No PM to optimize, or (earlier reading) nothing to empty or nowhere to put it.
                 self.triggers.unchanged(dc, h)
                 self._calls["consolidation_skipped"] += 1
                 continue
