@@ -41,12 +41,13 @@ from publish import publish
 
 from origamig.bilp import Limits
 from origamig.catalog import default_catalog
-from origamig.datacenter import DataCenter, PmSpec, VmSpec, cores_to_m, gb_to_mb
-from origamig.objective import Weights
+from origamig.datacenter import DataCenter
+from origamig.policies.arrival_rule import first_fit
 from origamig.policies.base import Rejection
-from origamig.policies.first_fit import first_fit
 from origamig.policies.opt import solve_opt
+from origamig.records import PmSpec, VmSpec, Weights, cores_to_m, gb_to_mb
 from origamig.sim.workload import vm_for
+from origamig.solver_registry import backend_names
 
 RESULTS = Path(__file__).parent / "results"
 SLICES_PER_PM = 16  # two A100 40GB
@@ -344,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="smaller sizes, 20 s limit (default)")
     mode.add_argument("--full", action="store_true", help="the paper's sizes, 20 min limit")
-    ap.add_argument("--solver", choices=("highs", "cpsat"), default="highs")
+    ap.add_argument("--solver", choices=backend_names(), default="highs")
     ap.add_argument("--time-limit", type=float, help="per-solve limit (s)")
     ap.add_argument("--threads", type=int, help="solver threads (default 2)")
     ap.add_argument("--out", type=Path, default=RESULTS / "bilp_scaling.json")

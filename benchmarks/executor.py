@@ -2,11 +2,11 @@
 
     python benchmarks/executor.py [--quick | --full] [--vms 64] [--pms 16] [--cases N]
 
-Planning cost (issue 4: "a plan for 64 VMs on 16 PMs in well under 50 ms"). A neighborhood of
+Planning cost (target: a plan for 64 VMs on 16 PMs in well under 50 ms). A neighborhood of
 `--pms` PMs (three quarters 2× A100-40GB, one quarter 2× A30-24GB; 80 cores, 512 GB) and `--vms`
-VMs sized as in SPEC §6 (4 cores and 16 GB per compute slice), but with one GI, or two with
+VMs sized as in docs/simulator.md#workload (4 cores and 16 GB per compute slice), but with one GI, or two with
 probability 1/4, of profiles up to half a GPU, so that 64 VMs fill about 70% of the slices of 16
-PMs (with SPEC §6's full profile mix, 64 VMs do not fit on 16 PMs); a VM is an A100 one with
+PMs (with the workload's full profile mix, 64 VMs do not fit on 16 PMs); a VM is an A100 one with
 probability 0.8, in proportion to the slices. Two scenarios per seed:
 
 - compaction: 1.5 × `--vms` VMs arrive first-fit, random ones leave until `--vms` remain (holes);
@@ -45,11 +45,12 @@ from rich.console import Console
 from rich.table import Table
 
 from origamig.catalog import default_catalog
-from origamig.datacenter import DataCenter, GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
+from origamig.datacenter import DataCenter
 from origamig.executor import Infeasible, plan_migrations
+from origamig.records import GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
 from origamig.replay import replay_plan
 
-TARGET_MS = 50.0  # issue 4: well under 50 ms for 64 VMs on 16 PMs
+TARGET_MS = 50.0  # well under 50 ms for 64 VMs on 16 PMs
 RESULTS = Path(__file__).parent / "results" / "executor.json"
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,8 +1,8 @@
 """Table 8 / Fig. 4 of the paper: FF, MFI, TC and OrigaMIG as the offered load grows, seeds paired.
 
 For every load and seed each policy sees the same requests. Prints, per load, every metric of
-SPEC §6 next to the paper's Table 8 (at loads 0.75 and 1.0; extensive metrics such as active PMs,
-energy and migrations per hour are scaled from the paper's 128 PMs / 72 h to ours), then the paired
+docs/simulator.md#metrics next to the paper's Table 8 (at loads 0.75 and 1.0; extensive metrics such as active
+PMs, energy and migrations per hour are scaled from the paper's 128 PMs / 72 h to ours), then the paired
 comparison OrigaMIG vs TC (runs with fewer active PMs, migration ratio) and vs FF. Writes
 benchmarks/results/loads-<scale>.json and loads-<scale>.png.
 

@@ -1,5 +1,5 @@
 """Speed of the MIG slice algebra on one core: default-placement decisions per second (target ≥ 200k/s
-on an A100, issue 2) and the §3 configuration-space enumeration time.
+on an A100) and the configuration-space enumeration time (docs/model.md#configuration-space).
 
     python benchmarks/mig_speed.py [--quick | --full] [--gpu A100-40GB]
 
@@ -27,8 +27,9 @@ from rich.table import Table
 
 from origamig.catalog import default_catalog
 from origamig.configspace import analyze, enumerate_space
-from origamig.datacenter import DataCenter, GiSlot, Placement, PmSpec, VmSpec
+from origamig.datacenter import DataCenter
 from origamig.mig import geometry
+from origamig.records import GiSlot, Placement, PmSpec, VmSpec
 
 TARGET_DECISIONS_PER_S = 200_000
 RESULTS = Path(__file__).parent / "results" / "mig_speed.json"

@@ -16,6 +16,7 @@ compile + solve). M_max = 8 and 4 give the other points of Fig. 8(a).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -23,9 +24,7 @@ import statistics
 import sys
 import textwrap
 import time
-from collections.abc import Iterator, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,13 +45,16 @@ from publish import publish, quantile
 from origamig.bilp import Limits
 from origamig.catalog import default_catalog
 from origamig.datacenter import DataCenter
-from origamig.objective import Weights, evaluate, evaluate_dc
+from origamig.objective import evaluate, evaluate_dc
 from origamig.policies.base import Work
 from origamig.policies.opt import solve_opt
-from origamig.policies.origamig.policy import OrigaMIG
+from origamig.policies.optimizer.policy import OrigaMIG
+from origamig.records import Weights
 from origamig.sim.engine import Simulation
+from origamig.sim.runner import run_tasks
 from origamig.sim.scenario import SimConfig, build_pms, requests_for
 from origamig.sim.workload import HOUR
+from origamig.solver_registry import backend_names
 
 RESULTS = Path(__file__).parent / "results"
 PAPER_POINTS = tuple(FIG8A_EXTRA_ACTIVE_PMS_PCT)  # the (PMs, M_max) pairs of Fig. 8(a)
@@ -91,8 +93,8 @@ FULL = Setup(points=PAPER_POINTS, seeds=(1, 2, 3))
 
 
 @dataclass(frozen=True)
-class Snapshot:
-    """The state of the run at one snapshot (a copy), and whether OrigaMIG had settled."""
+class StateSample:
+    """The state of the run at one sampling time (a copy), and whether OrigaMIG had settled."""
 
     target_h: float
     taken_s: float
@@ -105,7 +107,7 @@ class RunOutcome:
     pms: int
     m_max: int
     seed: int
-    snapshots: tuple[Snapshot, ...]
+    snapshots: tuple[StateSample, ...]
     call_s: tuple[float, ...]
     requests: int
     wall_s: float
@@ -145,7 +147,7 @@ def simulate(n_pms: int, m_max: int, seed: int, setup: Setup) -> RunOutcome:
     for h in setup.snapshot_hours:
         for i in range(tries + 1):
             owner[h * HOUR + i * step] = h
-    taken: dict[float, Snapshot] = {}
+    taken: dict[float, StateSample] = {}
     holder: list[Simulation] = []
 
     def on_sample(t: float, dc: DataCenter) -> None:
@@ -154,7 +156,7 @@ def simulate(n_pms: int, m_max: int, seed: int, setup: Setup) -> RunOutcome:
             return
         settled = holder[0].call is None and not dc.pending
         if settled or t >= h * HOUR + tries * step:
-            taken[h] = Snapshot(h, t, settled, dc.copy())
+            taken[h] = StateSample(h, t, settled, dc.copy())
 
     sim = Simulation(pms, requests, policy, 0.0, config.measure_s, samples=sorted(owner), on_sample=on_sample)
     holder.append(sim)
@@ -171,7 +173,7 @@ def simulate(n_pms: int, m_max: int, seed: int, setup: Setup) -> RunOutcome:
     )
 
 
-def compare(snap: Snapshot, setup: Setup, weights: Weights) -> dict[str, Any]:
+def compare(snap: StateSample, setup: Setup, weights: Weights) -> dict[str, Any]:
     """OPT from the snapshot's state against OrigaMIG's placement at that moment, in Eq. (5)."""
     dc = snap.dc
     sol = solve_opt(
@@ -285,21 +287,6 @@ def run_cell(point: tuple[int, int], seed: int, setup: Setup) -> tuple[list[dict
     return rows, run_out
 
 
-@contextmanager
-def _executor(workers: int, scheduler: str | None) -> Iterator[Executor | None]:
-    """None (in-process), a process pool, or a Dask cluster's executor."""
-    if scheduler:
-        from distributed import Client
-
-        with Client(scheduler, timeout="10s", set_as_default=False) as client:
-            yield client.get_executor()
-    elif workers > 1:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            yield pool
-    else:
-        yield None
-
-
 def run(
     setup: Setup, progress: bool = True, workers: int = 1, scheduler: str | None = None
 ) -> dict[str, Any]:
@@ -322,14 +309,8 @@ def run(
                 flush=True,
             )
 
-    with _executor(workers, scheduler) as pool:
-        if pool is None:
-            for cell in cells:
-                done(cell, run_cell(cell[0], cell[1], setup))
-        else:
-            futures = {pool.submit(run_cell, cell[0], cell[1], setup): cell for cell in cells}
-            for fut in as_completed(futures):
-                done(futures[fut], fut.result())
+    tasks = [functools.partial(run_cell, point, seed, setup) for point, seed in cells]
+    run_tasks(tasks, workers, scheduler, done=lambda i, result: done(cells[i], result))
     snapshots = [row for cell in cells for row in results[cell][0]]
     runs_out = [results[cell][1] for cell in cells]
     doc = {"setup": asdict(setup), "snapshots": snapshots, "runs": runs_out}
@@ -510,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="8/16/32 PMs, 1 seed, every 8 h (default)")
     mode.add_argument("--full", action="store_true", help="paper scale: 8/16/32 PMs, 3 seeds, every 4 h")
-    ap.add_argument("--solver", choices=("highs", "cpsat"), default="highs")
+    ap.add_argument("--solver", choices=backend_names(), default="highs")
     ap.add_argument("--opt-limit", type=float, help="time limit of one OPT solve (s)")
     ap.add_argument("--points", help="(PMs, M_max) pairs to run instead, e.g. 32:16,32:8")
     ap.add_argument("--seeds", help="seeds to run instead, e.g. 1,2,3")

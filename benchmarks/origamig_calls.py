@@ -25,12 +25,13 @@ from rich.table import Table
 
 from origamig.bilp import Limits
 from origamig.catalog import default_catalog
-from origamig.datacenter import DataCenter, PmSpec, VmSpec, cores_to_m, gb_to_mb
-from origamig.objective import Weights
+from origamig.datacenter import DataCenter
+from origamig.neighborhood import Bounds, select_admission, select_consolidation
+from origamig.policies.arrival_rule import first_fit
 from origamig.policies.base import Rejection
-from origamig.policies.first_fit import first_fit
-from origamig.policies.origamig.call import run_call
-from origamig.policies.origamig.neighborhood import Bounds, select_admission, select_consolidation
+from origamig.policies.optimizer.policy import PHASES, run_call
+from origamig.records import PmSpec, VmSpec, Weights, cores_to_m, gb_to_mb
+from origamig.solver_registry import backend_names
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="CI-sized (default)")
     ap.add_argument("--full", action="store_true", help="up to 4,096 PMs and more calls")
-    ap.add_argument("--solver", default="highs", choices=["highs", "cpsat"])
+    ap.add_argument("--solver", default="highs", choices=backend_names())
     ap.add_argument("--time-limit", type=float, default=10.0)
     args = ap.parse_args(argv)
     sizes = [256, 1024, 2048, 4096] if args.full else [256, 1024]
@@ -115,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     console.print(table)
 
-    phases = ["select_s", "build_s", "compile_s", "solve_s", "decode_s", "plan_s"]
+    phases = list(PHASES)
     per_call = []
     limits = Limits(time_limit_s=args.time_limit, threads=None)
     for seed in range(calls):
@@ -124,12 +125,12 @@ def main(argv: list[str] | None = None) -> int:
         nb = select_admission(dc, list(dc.pending), Bounds())
         sel = time.perf_counter() - t
         work = run_call(dc, nb, Weights(), args.solver, limits, sel)
-        rec = {p: float(work.stats.get(p, 0.0)) for p in phases}
+        rec = {p: float(work.phases_s.get(p, 0.0)) for p in phases}
         rec.update(
             wall_s=work.wall_s,
             pms=len(nb.pms),
-            vms=work.stats.get("vms"),
-            proved_optimal=bool(work.stats.get("proved_optimal")),
+            vms=work.call.vms if work.call else None,
+            proved_optimal=bool(work.call and work.call.proved_optimal),
             applied=work.applied,
         )
         per_call.append(rec)

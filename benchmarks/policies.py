@@ -1,14 +1,14 @@
-"""Arrival decision time of the baselines (FF, MFI, TC) on the paper's 128-PM data center (issue 6:
-target < 1 ms per decision), and the time of one TC compaction.
+"""Arrival decision time of the baselines (FF, MFI, TC) on the paper's 128-PM data center (target:
+< 1 ms per decision), and the time of one TC compaction.
 
     python benchmarks/policies.py [--quick | --full] [--seed N]
 
-The data center is SPEC §6's default (96 PMs with 2× A100-40GB, 32 with 2× A30-24GB, 80 cores,
-512 GB). It is filled by first-fit arrivals of workload-like VMs (1 or 2 GIs with probability 0.5, one
-GPU model, profiles uniform, 4 cores / 16 GB per compute slice) to a share of the memory slices, then a
-fixed stream of probe VMs is *decided* (not applied) by each policy on the same state, interleaved
-policy by policy so the ratios are measured side by side. Figures are medians (and 95th percentiles)
-over the probes. The compaction row fills to 95%, removes 40% of the VMs at random (a fragmented
+The data center is the simulator's default (docs/simulator.md#data-center: 96 PMs with 2× A100-40GB,
+32 with 2× A30-24GB, 80 cores, 512 GB). It is filled by first-fit arrivals of workload-like VMs (1 or 2 GIs
+with probability 0.5, one GPU model, profiles uniform, 4 cores / 16 GB per compute slice) to a share of the
+memory slices, then a fixed stream of probe VMs is *decided* (not applied) by each policy on the same state,
+interleaved policy by policy so the ratios are measured side by side. Figures are medians (and 95th
+percentiles) over the probes. The compaction row fills to 95%, removes 40% of the VMs at random (a fragmented
 state), and times `TurkkanCompaction.work` (compaction + executor plan), median over the repeats.
 Prints a table and writes `benchmarks/results/policies.json`.
 """
@@ -27,9 +27,10 @@ from rich.console import Console
 from rich.table import Table
 
 from origamig.catalog import default_catalog
-from origamig.datacenter import DataCenter, PmSpec, VmSpec, cores_to_m, gb_to_mb
+from origamig.datacenter import DataCenter
+from origamig.policies.arrival_rule import first_fit
 from origamig.policies.base import Rejection, make_policy
-from origamig.policies.first_fit import first_fit
+from origamig.records import PmSpec, VmSpec, cores_to_m, gb_to_mb
 
 TARGET_MS = 1.0
 POLICIES = ("ff", "mfi", "tc")

@@ -1,8 +1,8 @@
-"""Solvers on the same OrigaMIG calls (issue 8, script 7): record a simulation's neighborhoods, replay them.
+"""Solvers on the same OrigaMIG calls: record a simulation's neighborhoods, replay them.
 
 Record: OrigaMIG runs on the paper's data center shape (3/4 of PMs with 2x A100, 1/4 with 2x A30)
-and every call it makes after `record_from_h` is written as a SPEC §8 snapshot restricted to the
-call's neighborhood: the PMs of M̂ with their running VMs (placed) and the pending VMs of N̂
+and every call it makes after `record_from_h` is written as a snapshot (docs/formats.md#snapshot) restricted
+to the call's neighborhood: the PMs of M̂ with their running VMs (placed) and the pending VMs of N̂
 (unplaced), plus the weights. Solving such a snapshot over all its PMs is exactly the call's BILP.
 
 Replay: each recorded call is solved by every setting (HiGHS / CP-SAT, 1 / 2 threads) with a 10 s
@@ -36,17 +36,18 @@ from publish import publish, quantile
 from origamig.bilp import Limits, solve_region
 from origamig.catalog import default_catalog
 from origamig.datacenter import DataCenter
-from origamig.objective import Weights
+from origamig.neighborhood import Neighborhood
 from origamig.policies.base import Work
-from origamig.policies.origamig.neighborhood import Neighborhood
-from origamig.policies.origamig.policy import OrigaMIG
+from origamig.policies.optimizer.policy import OrigaMIG
+from origamig.records import Weights
 from origamig.sim.engine import Simulation
 from origamig.sim.scenario import SimConfig, build_pms, requests_for
 from origamig.sim.workload import HOUR
 from origamig.snapshot import parse_snapshot
+from origamig.solver_registry import backend_names
 
 RESULTS = Path(__file__).parent / "results"
-SETTINGS = (("highs", 1), ("highs", 2), ("cpsat", 1), ("cpsat", 2))
+SETTINGS = tuple((solver, threads) for solver in backend_names() for threads in (1, 2))
 CHECKPOINTS_S = (1.0, 2.0, 10.0)
 EPS = 1e-6
 PAPER_MEDIAN_CALL_128_S = TABLE10["delta-10"]["median_call_s"]  # Table 10, δ = 10 (the default settings)
@@ -69,7 +70,7 @@ FULL = Setup(pms=128, load=0.85, seed=1, record_from_h=48.0, horizon_h=56.0, cal
 
 
 def neighborhood_document(dc: DataCenter, nb: Neighborhood, weights: Weights) -> dict[str, Any]:
-    """SPEC §8 snapshot of the call: the PMs of M̂ with their VMs, the pending VMs of N̂, the weights."""
+    """The call as a snapshot (docs/formats.md#snapshot): M̂'s PMs and VMs, N̂'s pending VMs, the weights."""
     pms = [dc.pms[j] for j in nb.pms]
     vms: list[dict[str, Any]] = []
     for j in nb.pms:

@@ -1,6 +1,6 @@
 """Benchmark of the BILP pipeline: model size, build / compile time, HiGHS and CP-SAT solves.
 
-Instances (SPEC §2, issue 3): fragmented neighborhoods of 16 PMs × 2 A100 (FF-filled until it
+Instances (docs/model.md#solvers): fragmented neighborhoods of 16 PMs × 2 A100 (FF-filled until it
 rejects, a random third departed, 4–8 pending; 40–64 VMs) and whole data centers of 8/16/32 PMs
 (OPT: every PM, every pending VM). Each instance is solved by every solver setting with a 10 s limit.
 On a shared machine wall times grow with the load; each solve's CPU time and the solvers'
@@ -26,19 +26,21 @@ from origamig.bilp import Limits, build_model, compile_model, decode, restrict
 from origamig.bilp.backends.base import get_backend
 from origamig.catalog import default_catalog
 from origamig.check import check_placement
-from origamig.datacenter import MILLI, DataCenter, Placement, PmSpec, VmSpec
-from origamig.objective import Weights, evaluate
+from origamig.datacenter import DataCenter
+from origamig.objective import evaluate
+from origamig.policies.arrival_rule import first_fit as shared_first_fit
 from origamig.policies.base import Rejection
-from origamig.policies.first_fit import first_fit as shared_first_fit
+from origamig.records import MILLI, Placement, PmSpec, VmSpec, Weights
+from origamig.solver_registry import backend_names
 
 TIME_LIMIT_S = 10.0
-SETTINGS = (("highs", 1), ("highs", 2), ("cpsat", 1), ("cpsat", 2))
+SETTINGS = tuple((solver, threads) for solver in backend_names() for threads in (1, 2))
 RESULTS = Path(__file__).parent / "results" / "solvers.json"
 A100 = default_catalog().gpu("A100-40GB")
 
 
 def _first_fit(dc: DataCenter, vm: VmSpec) -> Placement | None:
-    """The shared arrival rule (`origamig.policies.first_fit`), None where the VM fits nowhere."""
+    """The shared arrival rule (`origamig.policies.arrival_rule`), None where the VM fits nowhere."""
     hit = shared_first_fit(dc, vm)
     return None if isinstance(hit, Rejection) else hit
 

@@ -36,6 +36,7 @@ from origamig.sim.metrics import METRIC_NAMES
 from origamig.sim.runner import RunSpec, run_all
 from origamig.sim.scenario import SimConfig, build_pms
 from origamig.sim.workload import HOUR
+from origamig.solver_registry import backend_names
 
 DERIVED_NAMES = (*METRIC_NAMES, "active_pms_pct", "active_gpus_pct", "migrations_per_admitted_vm")
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -57,7 +58,7 @@ class Scale:
     deterministic: bool  # True: calls take modeled time; with no time limit, only `work_limit` stops them
     work_limit: float | None = None
     threads: int | None = 1
-    solver: str = "highs"  # OrigaMIG's BILP backend: highs | cpsat
+    solver: str = "highs"  # OrigaMIG's BILP backend (`solver_registry`)
 
     def config(self, **changes: Any) -> SimConfig:
         """The base configuration of this scale, with `changes` (load, variant, policy_options...)."""
@@ -544,7 +545,7 @@ def parser(description: str, quick: Scale = QUICK, full: Scale = FULL) -> argpar
     p.add_argument("--scheduler", default=None, help="run on a Dask cluster: tcp://HOST:PORT")
     p.add_argument("--seeds", default=None, help="seeds: N (1..N), A..B or 1,2,3 (default: the scale's)")
     p.add_argument(
-        "--solver", choices=("highs", "cpsat"), default=None, help="OrigaMIG's solver (default highs)"
+        "--solver", choices=backend_names(), default=None, help="OrigaMIG's solver (default highs)"
     )
     p.add_argument("--no-progress", action="store_true", help="no live progress bar")
     p.add_argument("--replot", action="store_true", help="redo table/figure from the stored JSON, no runs")

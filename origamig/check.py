@@ -57,7 +57,7 @@ def check_placement(
     out: list[Violation] = []
     cpu = [0] * len(pms)
     ram = [0] * len(pms)
-    slices: dict[tuple[int, int, int], str] = {}
+    owners = SliceOwners()
     counted_pm: set[tuple[str, int]] = set()
     entries = [(v, pl) for v, pl in placement.items()]
     for v, extra in (holding or {}).items():
@@ -82,13 +82,14 @@ def check_placement(
             out.append(Violation("slots", where, f"{len(vm.gis)} GIs but {len(pl.gis)} slots"))
             continue
         for n, (prof, slot) in enumerate(zip(vm.gis, pl.gis, strict=True)):
-            out.extend(_check_gi(pm, pl.pm, prof, slot, f"{where} gi {n}", f"{token}:{n}", slices))
+            out.extend(_check_gi(pm, pl.pm, prof, slot, f"{where} gi {n}", f"{token}:{n}", owners))
     for j, pm in enumerate(pms):
-        if cpu[j] > pm.cpu_m:
+        over = over_capacity(pm, cpu[j], ram[j])
+        if "cpu" in over:
             out.append(
                 Violation("cpu", f"pm {pm.id}", f"CPU {cpu[j] / 1000:g} > capacity {pm.cpu_m / 1000:g}")
             )
-        if ram[j] > pm.ram_mb:
+        if "ram" in over:
             out.append(
                 Violation("ram", f"pm {pm.id}", f"RAM {ram[j] / 1000:g} GB > capacity {pm.ram_mb / 1000:g}")
             )
@@ -96,31 +97,61 @@ def check_placement(
 
 
 def _check_gi(
-    pm: _PmLike, j: int, prof: Any, slot: Any, where: str, token: str, slices: dict[tuple[int, int, int], str]
+    pm: _PmLike, j: int, prof: Any, slot: Any, where: str, token: str, owners: SliceOwners
 ) -> list[Violation]:
     """Class, start and overlap of one GI; `token` identifies this GI instance (old and new differ)."""
+    problem = gi_problem(pm, prof, slot)
+    if problem is not None:
+        return [Violation(problem[0], where, problem[1])]
+    size = pm.gpus[slot.gpu].memory_slices
+    end = slot.start + prof.memory_slices
+    out = [
+        Violation("overlap", where, f"slice {u} of GPU {slot.gpu} on PM {pm.id} is used twice")
+        for u, _ in owners.claim(j, slot.gpu, range(slot.start, min(end, size)), token)
+    ]
+    out += [Violation("start", where, f"slice {u} beyond the GPU's {size}") for u in range(size, end)]
+    return out
+
+
+# --- the rules, one function each (the snapshot reader applies them too) -------------------------
+def over_capacity(pm: _PmLike, cpu_m: int, ram_mb: int) -> tuple[str, ...]:
+    """Which capacities of the PM ("cpu", "ram") the VMs it holds (`cpu_m`, `ram_mb` in all) exceed."""
+    return tuple(
+        kind for kind, used, cap in (("cpu", cpu_m, pm.cpu_m), ("ram", ram_mb, pm.ram_mb)) if used > cap
+    )
+
+
+def gi_problem(pm: _PmLike, prof: Any, slot: Any) -> tuple[str, str] | None:
+    """The first rule a GI of profile `prof` at `slot` breaks on `pm`, as (kind, message), else None:
+    its GPU must exist ("gpu"), be of the profile's class and model ("class"), and the start must be
+    one the model permits for the profile ("start")."""
     if not 0 <= slot.gpu < len(pm.gpus):
-        return [Violation("gpu", where, f"GPU {slot.gpu} does not exist on PM {pm.id}")]
+        return "gpu", f"GPU {slot.gpu} does not exist on PM {pm.id}"
     model = pm.gpus[slot.gpu]
     names = {p.name for p in model.profiles}
     if prof.gpu_class != model.gpu_class or prof.name not in names:
-        return [Violation("class", where, f"{prof.name} ({prof.gpu_model}) on a {model.name}")]
+        return "class", f"{prof.name} ({prof.gpu_model}) on a {model.name}"
     permitted = next(p.starts for p in model.profiles if p.name == prof.name)
     if slot.start not in permitted:
-        return [Violation("start", where, f"{slot.start} is not a permitted start for {prof.name}")]
-    out = []
-    for u in range(slot.start, slot.start + prof.memory_slices):
-        if u >= model.memory_slices:
-            out.append(Violation("start", where, f"slice {u} beyond the GPU's {model.memory_slices}"))
-            continue
-        key = (j, slot.gpu, u)
-        other = slices.get(key)
-        if other is not None and other != token:
-            out.append(
-                Violation("overlap", where, f"slice {u} of GPU {slot.gpu} on PM {pm.id} is used twice")
-            )
-        slices[key] = token
-    return out
+        return "start", f"{slot.start} is not a permitted start for {prof.name}"
+    return None
+
+
+class SliceOwners:
+    """Who holds each memory slice (pm, gpu, slice): the overlap rule. The first holder keeps it."""
+
+    def __init__(self) -> None:
+        self._owner: dict[tuple[int, int, int], Any] = {}
+
+    def claim(self, j: int, gpu: int, slices: range, holder: Any) -> list[tuple[int, Any]]:
+        """Claim `slices` of GPU `gpu` on PM j for `holder`: (slice, other holder) for each slice
+        another holder has already (an overlap)."""
+        clashes = []
+        for u in slices:
+            other = self._owner.setdefault((j, gpu, u), holder)
+            if other != holder:
+                clashes.append((u, other))
+        return clashes
 
 
 def check(dc: Any) -> list[Violation]:

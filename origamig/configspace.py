@@ -3,11 +3,12 @@
 A configuration is a set of placed GIs `(profile, start)` on one GPU. Configurations are encoded as
 ints: bit i is set when placement i of `ConfigSpace.placements` (every profile at every permissible
 start, in profile then start order) is present. Depth-first search from the empty GPU, adding one GI
-at a time, reaches every set of pairwise non-overlapping placements (paper §3; SPEC §7).
+at a time, reaches every set of pairwise non-overlapping placements (paper §3;
+docs/model.md#configuration-space).
 
-Counts (A100-40GB, SPEC §7): 723 configurations, 78 terminal, 482 suboptimal, 179 reachable by the
-default policy adding GIs only (59 suboptimal), 261,726 unordered two-GPU pairs, and the looser
-counts 428 (one GPU) and 205,575 (two GPUs) with the definitions of `looser_single` and
+Counts (A100-40GB, docs/model.md#configuration-space): 723 configurations, 78 terminal, 482 suboptimal, 179
+reachable by the default policy adding GIs only (59 suboptimal), 261,726 unordered two-GPU pairs, and the
+looser counts 428 (one GPU) and 205,575 (two GPUs) with the definitions of `looser_single` and
 `looser_two_gpu`.
 """
 

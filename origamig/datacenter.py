@@ -15,92 +15,10 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from origamig.catalog import DEFAULT_PM_MODEL, GpuModel, Profile
+from origamig.catalog import GpuModel
 from origamig.errors import PlacementError
 from origamig.mig import Geometry, geometry
-
-NO_GPU_CLASS = "none"  # the class of the PMs without GPUs (paper Eq. 18)
-
-MILLI = 1000  # milli-cores per core, megabytes per gigabyte
-
-
-def cores_to_m(cores: float) -> int:
-    """Cores → integer milli-cores."""
-    return round(cores * MILLI)
-
-
-def gb_to_mb(gb: float) -> int:
-    """Gigabytes → integer megabytes."""
-    return round(gb * MILLI)
-
-
-@dataclass(frozen=True)
-class PmSpec:
-    """A physical machine: capacities, GPUs (each a GPU model), power model, optional weight b_j."""
-
-    id: str
-    cpu_m: int
-    ram_mb: int
-    gpus: tuple[GpuModel, ...] = ()
-    power_model: str = DEFAULT_PM_MODEL
-    weight: float | None = None
-    powered_off: bool = False
-
-    @property
-    def cpu(self) -> float:
-        return self.cpu_m / MILLI
-
-    @property
-    def ram_gb(self) -> float:
-        return self.ram_mb / MILLI
-
-    @property
-    def gpu_classes(self) -> frozenset[str]:
-        return frozenset(g.gpu_class for g in self.gpus) or frozenset({NO_GPU_CLASS})
-
-
-@dataclass(frozen=True)
-class VmSpec:
-    """A VM request: CPU, RAM and its GIs (profiles of one model). No lifetime: policies never see it."""
-
-    id: str
-    cpu_m: int
-    ram_mb: int
-    gis: tuple[Profile, ...] = ()
-    accept_weight: float | None = None
-    migration_penalty: float | None = None
-
-    @property
-    def cpu(self) -> float:
-        return self.cpu_m / MILLI
-
-    @property
-    def ram_gb(self) -> float:
-        return self.ram_mb / MILLI
-
-    @property
-    def memory_slices(self) -> int:
-        return sum(p.memory_slices for p in self.gis)
-
-    @property
-    def gpu_class(self) -> str:
-        return self.gis[0].gpu_class if self.gis else NO_GPU_CLASS
-
-
-@dataclass(frozen=True)
-class GiSlot:
-    """Where one GI runs: GPU index on its PM and start slice."""
-
-    gpu: int
-    start: int
-
-
-@dataclass(frozen=True)
-class Placement:
-    """Where a running VM is: PM index and one slot per GI (in the order of `VmSpec.gis`)."""
-
-    pm: int
-    gis: tuple[GiSlot, ...] = ()
+from origamig.records import NO_GPU_CLASS, Placement, PmSpec, VmSpec
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The migration executor (SPEC §4, paper §5.4): (current state, target placement) → Plan | Infeasible.
+"""The migration executor: (current state, target placement) → Plan | Infeasible (docs/policies.md#executor).
 
 A *step* moves (or starts) one VM: create its new GIs at their target slices, migrate (or start)
 the VM, destroy its old GIs. Inside one PM, a GI whose slot does not change is kept (neither
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import networkx as nx
 
 from origamig.catalog import Profile
-from origamig.datacenter import DataCenter, GiSlot, Placement, VmSpec
+from origamig.datacenter import DataCenter
 from origamig.errors import PlacementError, UserError
 from origamig.plan import (
     DEFAULT_BANDWIDTH_GBIT_S,
@@ -51,6 +51,7 @@ from origamig.plan import (
     move_bytes,
     transfer_seconds,
 )
+from origamig.records import GiSlot, Placement, VmSpec
 
 __all__ = ["Infeasible", "Plan", "plan_migrations"]
 

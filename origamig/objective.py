@@ -7,35 +7,11 @@ marks its own homework.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from origamig.datacenter import DataCenter, Placement, PmSpec, VmSpec
+from origamig.datacenter import DataCenter
 from origamig.mig import geometry
-
-
-@dataclass(frozen=True)
-class Weights:
-    """Weights of Eq. (5). Defaults are the paper's (§6.1); per-VM/PM overrides live on the specs."""
-
-    accept: float = 100.0  # a_i
-    pm: float = 50.0  # b_j
-    gpu: float = 20.0  # e_jk
-    free_start: float = 1.0  # w_p (default for every profile)
-    migration: float = 10.0  # δ_i of a running VM (0 for a pending one)
-    free_start_by_profile: Mapping[str, float] = field(default_factory=dict)
-
-    def a(self, vm: VmSpec) -> float:
-        return self.accept if vm.accept_weight is None else vm.accept_weight
-
-    def b(self, pm: PmSpec) -> float:
-        return self.pm if pm.weight is None else pm.weight
-
-    def delta(self, vm: VmSpec) -> float:
-        """δ_i for a running VM (the caller uses 0 for pending VMs)."""
-        return self.migration if vm.migration_penalty is None else vm.migration_penalty
-
-    def w(self, profile_name: str) -> float:
-        return self.free_start_by_profile.get(profile_name, self.free_start)
+from origamig.records import Placement, PmSpec, VmSpec, Weights
 
 
 @dataclass(frozen=True)

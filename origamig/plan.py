@@ -1,30 +1,25 @@
-"""Migration plans: the steps of SPEC §8, their cost, and their JSON / table / shell renderings.
+"""Migration plans (docs/formats.md#plan): their steps, cost and JSON (`plan_render.py` draws them).
 
 A plan is a list of steps run strictly in order. Each step is one frozen record whose `to_dict()` is
-exactly the SPEC §8 JSON object (`{"op": "migrate", "vm": .., "from": .., "to": ..}`, plus
+exactly the JSON object of docs/formats.md#plan (`{"op": "migrate", "vm": .., "from": .., "to": ..}`, plus
 `"parking": true` on the steps of a parking move). PMs are named by their ids, GPUs by their index
 on the PM. The executor (`executor.py`) builds plans; `replay.py` checks them independently.
 
-Cost model (SPEC §4): an inter-PM live migration copies the VM's RAM plus the memory of its GIs
-over the network at `bandwidth_gbit_s` (default 12.5 Gbit/s, half of a 25 Gbit/s link); an
+Cost model (docs/policies.md#executor): an inter-PM live migration copies the VM's RAM plus the memory of its
+GIs over the network at `bandwidth_gbit_s` (default 12.5 Gbit/s, half of a 25 Gbit/s link); an
 intra-PM move (between GIs of one PM) copies nothing over the network and is counted at 0 bytes
 and 0 s. 1 GB = 10⁹ bytes, 1 MB = 10⁶ bytes, as everywhere in the package.
 """
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from rich.console import Group
-from rich.table import Table
-from rich.text import Text
+from origamig.records import Placement, VmSpec
 
-from origamig.datacenter import DataCenter, Placement, VmSpec
-
-DEFAULT_BANDWIDTH_GBIT_S = 12.5  # SPEC §4: half of a 25 Gbit/s link
+DEFAULT_BANDWIDTH_GBIT_S = 12.5  # half of a 25 Gbit/s link (docs/policies.md#executor)
 
 
 # --- steps ---------------------------------------------------------------------------------------
@@ -162,8 +157,8 @@ class PlanCost:
     """What a plan costs. `migrations_*` count the moves to the target, `parking_*` the parking moves;
     every one of them is a live migration (`live_migrations`).
 
-    The decision rule of SPEC §3 subtracts δ_i per intra-PM parking move and 2δ_i per inter-PM one
-    (`parking_penalty`). `bytes_copied` and `duration_s` sum over the inter-PM live migrations,
+    The decision rule (docs/policies.md#decision) subtracts δ_i per intra-PM parking move and 2δ_i per
+    inter-PM one (`parking_penalty`). `bytes_copied` and `duration_s` sum over the inter-PM live migrations,
     parking included (steps run in order, so durations add up).
     """
 
@@ -202,7 +197,7 @@ class PlanCost:
         return self.bytes_copied / 1e9
 
     def parking_penalty(self, delta: float) -> float:
-        """δ per intra-PM parking move plus 2δ per inter-PM one (SPEC §3), for one uniform δ."""
+        """δ per intra-PM parking move plus 2δ per inter-PM one, for one uniform δ (see `decision.py`)."""
         return delta * (self.parking_intra + 2 * self.parking_inter)
 
     def to_dict(self) -> dict[str, Any]:
@@ -279,117 +274,5 @@ class Plan:
         return len(self.moves)
 
     def to_json(self) -> list[dict[str, Any]]:
-        """The plan as SPEC §8 JSON: a list of step objects."""
+        """The plan as JSON (docs/formats.md#plan): a list of step objects."""
         return [s.to_dict() for s in self.steps]
-
-    def table(self) -> Group:
-        """A rich renderable: a table of the steps, then the cost on one line."""
-        t = Table(title="migration plan", show_lines=False)
-        t.add_column("#", justify="right")
-        for name in ("op", "vm", "where", ""):
-            t.add_column(name)
-        for n, s in enumerate(self.steps):
-            t.add_row(str(n), s.op, getattr(s, "vm", ""), _where(s), "parking" if s.parking else "")
-        return Group(t, Text(f"cost: {self.cost.describe()}"))
-
-    def to_shell(self, dc: DataCenter) -> str:
-        """A dry-run shell script of the real operations (see `render_shell`)."""
-        return render_shell(self.steps, dc)
-
-
-def _where(s: Step) -> str:
-    if isinstance(s, Migrate):
-        return f"{s.from_pm} → {s.to_pm}" if s.inter_pm else f"{s.from_pm} (between GIs)"
-    if isinstance(s, CreateGi | DestroyGi):
-        return f"{s.pm} gpu {s.gpu} start {s.start}"
-    return s.pm
-
-
-# --- shell ---------------------------------------------------------------------------------------
-_SHELL_HEADER = """\
-#!/bin/sh
-# origamig migration plan — DRY RUN. Each operation is printed, not run, unless ORIGAMIG_EXECUTE=1.
-# Steps must run strictly in this order; a failed step stops the script (set -e).
-#
-# GI creation uses explicit placement: nvidia-smi mig -i <gpu> -cgi <profile-id>:<start>.
-# NOTE: the '<profile>:<start>' placement syntax is taken from secondary sources (a third-party
-# wrapper's docstring and an nvidia-smi clone), not from NVIDIA's documentation; see
-# ../shared/data/mig-catalog.md. NVML's nvmlDeviceCreateGpuInstanceWithPlacement is the
-# authoritative interface. GIs are destroyed by their GI id, looked up from their placement in
-# `nvidia-smi mig -lgi` (columns: GPU, name, profile id, instance id, start:size).
-# Lines marked PLACEHOLDER stand for your hypervisor's / BMC's own commands: replace them.
-set -eu
-
-run() {
-    echo "+ $*"
-    if [ "${ORIGAMIG_EXECUTE:-0}" = "1" ]; then "$@"; fi
-}
-
-# on <pm> <command...>: run a command on a PM (ssh by default).
-on() {
-    host=$1
-    shift
-    run ssh "$host" "$@"
-}
-
-# gi_id <pm> <gpu> <profile-id> <start>: the GI id at that placement, from nvidia-smi mig -lgi.
-gi_id() {
-    if [ "${ORIGAMIG_EXECUTE:-0}" != "1" ]; then echo "<gi-id>"; return; fi
-    ssh "$1" nvidia-smi mig -lgi -i "$2" | awk -v p="$3" -v s="$4" \\
-        '$1 == "|" && $5 == p && index($7, s ":") == 1 { print $6; exit }'
-}
-
-# PLACEHOLDER: the hypervisor's live migration (e.g. virsh migrate --live <vm> qemu+ssh://<to>/system,
-# with the VM's MIG devices remapped to the GIs created for it).
-live_migrate() {
-    run hypervisor-live-migrate --vm "$1" --from "$2" --to "$3"
-}
-
-# PLACEHOLDER: start a VM with the GIs created for it (e.g. virsh start <vm> on <pm>).
-start_vm() {
-    run hypervisor-start-vm --vm "$1" --on "$2"
-}
-
-# PLACEHOLDER: switch a PM on / off through its BMC (e.g. ipmitool -H <bmc> chassis power on|off).
-power() {
-    run bmc-power "$2" --pm "$1"
-}
-"""
-
-
-def _vm_spec(dc: DataCenter, vm_id: str) -> VmSpec:
-    vm = dc.vms.get(vm_id) or dc.pending.get(vm_id)
-    if vm is None:
-        raise KeyError(f"plan names VM {vm_id!r}, which the data center does not know")
-    return vm
-
-
-def render_shell(steps: Sequence[Step], dc: DataCenter) -> str:
-    """A POSIX shell script that prints (or, with ORIGAMIG_EXECUTE=1, runs) each step's commands.
-
-    `dc` resolves the profiles of the plan's VMs (running or pending) to their nvidia-smi ids.
-    """
-    q = shlex.quote
-    lines = [_SHELL_HEADER]
-    for n, s in enumerate(steps):
-        tag = " (parking)" if s.parking else ""
-        lines.append(f"# step {n}: {s.op}{tag}")
-        if isinstance(s, PowerOn | PowerOff):
-            lines.append(f"power {q(s.pm)} {'on' if isinstance(s, PowerOn) else 'off'}")
-        elif isinstance(s, CreateGi | DestroyGi):
-            prof = _vm_spec(dc, s.vm).gis[s.gi]
-            pid = str(prof.nvidia_smi_id) if prof.nvidia_smi_id is not None else prof.name
-            last = s.start + prof.memory_slices - 1
-            lines.append(f"# GI {s.gi} of {s.vm}: {prof.name} at slices {s.start}..{last}")
-            if isinstance(s, CreateGi):
-                lines.append(f"on {q(s.pm)} nvidia-smi mig -i {s.gpu} -cgi {q(pid)}:{s.start}")
-            else:
-                gi = f'"$(gi_id {q(s.pm)} {s.gpu} {q(pid)} {s.start})"'
-                lines.append(f"on {q(s.pm)} nvidia-smi mig -i {s.gpu} -gi {gi} -dci")
-                lines.append(f"on {q(s.pm)} nvidia-smi mig -i {s.gpu} -gi {gi} -dgi")
-        elif isinstance(s, Migrate):
-            lines.append(f"live_migrate {q(s.vm)} {q(s.from_pm)} {q(s.to_pm)}")
-        else:
-            lines.append(f"start_vm {q(s.vm)} {q(s.pm)}")
-    lines.append('echo "plan complete"')
-    return "\n".join(lines) + "\n"

@@ -1,11 +1,13 @@
-"""Independent replay of a migration plan with the semantics of SPEC §8.
+"""Independent replay of a migration plan with the semantics of docs/formats.md#replay.
 
 It walks the steps one by one on its own copy of the state and reports the first step that breaks
 a rule, with a one-line reason naming the step's index (0-based, as in the JSON list). Capacities
 (CPU, RAM, slice overlap, class, permitted start, powered-off PM) are judged by `check.py` after
-every step on the PMs the step touched; the step rules themselves are written here from SPEC §8:
+every step on the PMs the step touched; the step rules themselves are written here from
+docs/formats.md#replay:
 
-- `power_on` needs an off PM; a PM is on iff it hosts a VM at the start (SPEC §8) or was switched on.
+- `power_on` needs an off PM; a PM is on iff it hosts a VM at the start (docs/formats.md#snapshot) or was
+  switched on.
   `power_off` needs an on PM that hosts no VM and no GI.
 - `create_gi` needs an on PM, a GI index of the VM, and free slices at a permitted start of the
   profile on that GPU's model; old GIs keep their slices until their `destroy_gi`.
@@ -28,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from origamig.check import check_placement
-from origamig.datacenter import GiSlot, Placement, PmSpec, VmSpec
+from origamig.records import GiSlot, Placement, PmSpec, VmSpec
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,7 @@ class _Piece:
 
 
 class _StepError(Exception):
-    """A rule of SPEC §8 that a step breaks."""
+    """A rule of the plan format (docs/formats.md#replay) that a step breaks."""
 
 
 # A GI instance on a PM: (vm, gi index, kind) → (gpu, start); kind is run | new | old.
@@ -132,7 +134,7 @@ def replay_plan(
     *,
     target: Mapping[str, Placement] | None = None,
 ) -> ReplayResult:
-    """Replay `steps` (SPEC §8 dicts, or records with `to_dict()`) from running `vms` at `placement`.
+    """Replay `steps` (docs/formats.md#plan dicts, or `to_dict()` records) from running `vms` at `placement`.
 
     With `target`, the final state must also put every VM of `target` there and leave every other
     running VM where it started.

@@ -1,4 +1,5 @@
-"""The snapshot format of SPEC §8: read, validate (every problem, each named by its JSON path), write.
+"""The snapshot format (docs/formats.md#snapshot): read, validate (every problem, each named by its JSON
+path), write.
 
 A snapshot is the state of a cluster as an operator writes it: PMs with their GPUs, VMs with their
 GI profiles and, for running VMs, their placement; optional inline GPU models and weights. Reading
@@ -27,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from origamig.catalog import Catalog, GpuModel, default_catalog
-from origamig.datacenter import DataCenter, Placement, PmSpec, VmSpec
+from origamig.datacenter import DataCenter
 from origamig.errors import SnapshotError
-from origamig.objective import Weights
+from origamig.records import Placement, PmSpec, VmSpec, Weights
 from origamig.snapshot_reader import SNAPSHOT_VERSION, read_document, show
 
 __all__ = [
@@ -116,7 +117,8 @@ def schema_path(name: str = "snapshot") -> Path:
 def placement_json(
     pms: tuple[PmSpec, ...] | list[PmSpec], placement: Mapping[str, Placement]
 ) -> dict[str, Any]:
-    """`{vm_id: {"pm": .., "gis": [{"gpu": .., "start": ..}]}}` (SPEC §8), sorted by VM id."""
+    """`{vm_id: {"pm": .., "gis": [{"gpu": .., "start": ..}]}}` (docs/formats.md#snapshot), sorted by VM
+    id."""
     return {
         v: {"pm": pms[pl.pm].id, "gis": [{"gpu": s.gpu, "start": s.start} for s in pl.gis]}
         for v, pl in sorted(placement.items())

@@ -1,26 +1,26 @@
-"""Validation of a snapshot document: builds its records and collects every problem by JSON path.
+"""Reading a snapshot document into records, with every problem collected by JSON path.
 
-Used by `origamig.snapshot`; see that module for the format. Each check appends one line
-`<json path>: <problem with the value>`; nothing stops at the first problem, and a record whose
-fields are wrong is left out so that later checks do not repeat the same problem.
+Used by `origamig.snapshot`; see that module for the format. Fields are read with the toolkit of
+`snapshot_fields.py`; the placement constraints (GPU, class, permitted start, overlap, CPU/RAM,
+powered-off PM) are judged by the rules of `check.py` and said here with the snapshot's paths and
+values. Each problem is one line `<json path>: <problem with the value>`; nothing stops at the first
+problem, and a record whose fields are wrong is left out so that later checks do not repeat it.
 """
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from origamig.catalog import DEFAULT_PM_MODEL, Catalog, GpuModel, Profile, gpu_model_from_dict
-from origamig.datacenter import GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
+from origamig.check import SliceOwners, gi_problem, over_capacity
 from origamig.errors import CatalogError
-from origamig.objective import Weights
+from origamig.records import GiSlot, Placement, PmSpec, VmSpec, Weights, cores_to_m, gb_to_mb
+from origamig.snapshot_fields import MISSING, FieldReader, kind_of, show
 
 SNAPSHOT_VERSION = 1
 WEIGHT_KEYS = ("accept", "pm", "gpu", "free_start", "migration")
-_MISSING: Any = object()  # a key that is absent (null is a value, and a wrong one)
 
 
 @dataclass(frozen=True)
@@ -41,111 +41,26 @@ def read_document(doc: Any, catalog: Catalog) -> tuple[SnapshotParts | None, lis
     return (parts if not reader.problems else None), reader.problems
 
 
-def show(value: Any) -> str:
-    """A short JSON rendering of a value for error messages."""
-    try:
-        text = json.dumps(value)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
-
-
-class _Reader:
+class _Reader(FieldReader):
     """Collects every problem of a document while building its records."""
 
     def __init__(self, catalog: Catalog) -> None:
+        super().__init__()
         self.catalog = catalog
-        self.problems: list[str] = []
         self.pm_ids: set[Any] = set()
         self.broken_models: set[str] = set()  # inline models already reported as malformed
         self.broken_profiles: set[str] = set()  # their profile names (not reported again as unknown)
         self.present: dict[str, GpuModel] = {}  # GPU models on the PMs, in order of first appearance
 
-    # small typed accessors: each returns None (and records a problem) when the value is bad
-    def err(self, path: str, message: str) -> None:
-        self.problems.append(f"{path}: {message}")
-
-    def field(self, obj: dict, path: str, key: str, required: bool = True) -> Any:
-        if key not in obj:
-            if required:
-                self.err(f"{path}.{key}" if path else key, "missing")
-            return _MISSING
-        return obj[key]
-
-    def typed(self, value: Any, path: str, kind: type, what: str) -> Any:
-        if value is _MISSING:
-            return None
-        if (isinstance(value, bool) and kind is not bool) or not isinstance(value, kind):
-            self.err(path, f"expected {what}, got {show(value)} ({_kind(value)})")
-            return None
-        return value
-
-    def number(self, value: Any, path: str, positive: bool = False) -> float | None:
-        if value is _MISSING:
-            return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            self.err(path, f"expected a number, got {show(value)} ({_kind(value)})")
-            return None
-        if not math.isfinite(value):
-            self.err(path, f"{value} is not a finite number")
-            return None
-        if value < 0:
-            self.err(path, f"{show(value)} is negative")
-            return None
-        if positive and value == 0:
-            self.err(path, "0 must be positive")
-            return None
-        return float(value)
-
-    def index(self, value: Any, path: str) -> int | None:
-        if value is _MISSING:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int):
-            self.err(path, f"expected an integer, got {show(value)} ({_kind(value)})")
-            return None
-        if value < 0:
-            self.err(path, f"{value} is negative")
-            return None
-        return value
-
-    def ident(self, obj: dict, path: str, seen: dict[str, str]) -> str | None:
-        vid = self.typed(self.field(obj, path, "id"), f"{path}.id", str, "a string")
-        if vid is None:
-            return None
-        if not vid.strip():
-            self.err(f"{path}.id", "empty id")
-            return None
-        if vid in seen:
-            self.err(f"{path}.id", f"{show(vid)} is also the id of {seen[vid]}")
-            return None
-        seen[vid] = path
-        return vid
-
     # --- the document ------------------------------------------------------------------------
     def read(self, doc: Any) -> SnapshotParts | None:
         if not isinstance(doc, dict):
-            self.err("snapshot", f"expected an object, got {_kind(doc)}")
+            self.err("snapshot", f"expected an object, got {kind_of(doc)}")
             return None
         version = self.field(doc, "", "version")
-        if version is not _MISSING and (isinstance(version, bool) or version != SNAPSHOT_VERSION):
+        if version is not MISSING and (isinstance(version, bool) or version != SNAPSHOT_VERSION):
             self.err("version", f"{show(version)} is not a supported version (supported: {SNAPSHOT_VERSION})")
-        models = self.read_models(doc.get("gpu_models", _MISSING))
+        models = self.read_models(doc.get("gpu_models", MISSING))
         pms_raw = self.list_field(doc, "pms")
         vms_raw = self.list_field(doc, "vms")
         catalog = self.catalog.with_gpus(models)
@@ -159,7 +74,7 @@ class _Reader:
         valid_pms = [p for p in pms if p is not None]
         present = list(self.present.values())
         vms, placement = self.read_vms(vms_raw, shells, present, catalog)
-        weights = self.read_weights(doc.get("weights", _MISSING), present, catalog)
+        weights = self.read_weights(doc.get("weights", MISSING), present, catalog)
         self.check_capacity(pms, vms, placement)
         if self.problems or len(valid_pms) != len(pms) or weights is None:
             return None
@@ -169,7 +84,7 @@ class _Reader:
         return self.typed(self.field(doc, "", key), key, list, "a list") or []
 
     def read_models(self, raw: Any) -> dict[str, GpuModel]:
-        if raw is _MISSING:
+        if raw is MISSING:
             return {}
         if self.typed(raw, "gpu_models", dict, "an object") is None:
             return {}
@@ -177,7 +92,7 @@ class _Reader:
         for name, table in raw.items():
             path = f"gpu_models.{name}"
             if not isinstance(table, dict):
-                self.err(path, f"expected an object, got {show(table)} ({_kind(table)})")
+                self.err(path, f"expected an object, got {show(table)} ({kind_of(table)})")
                 continue
             table = dict(table)
             if table.setdefault("name", name) != name:
@@ -198,7 +113,7 @@ class _Reader:
         """The PM, and its shell (id and GPUs only) that placements are checked against even when
         its other fields are wrong."""
         if not isinstance(raw, dict):
-            self.err(path, f"expected an object, got {show(raw)} ({_kind(raw)})")
+            self.err(path, f"expected an object, got {show(raw)} ({kind_of(raw)})")
             return None, None
         pid = self.typed(self.field(raw, path, "id"), f"{path}.id", str, "a string")
         if pid is not None and not pid.strip():
@@ -291,12 +206,12 @@ class _Reader:
         pm_index = {pm.id: j for j, pm in enumerate(pms) if pm is not None}
         vms: dict[str, VmSpec] = {}
         placement: dict[str, Placement] = {}
-        owners: dict[tuple[int, int, int], str] = {}  # (pm, gpu, slice) -> path of the GI holding it
+        owners = SliceOwners()  # (pm, gpu, slice) -> the GI holding it
         seen: dict[str, str] = {}
         for i, raw in enumerate(raws):
             path = f"vms[{i}]"
             if not isinstance(raw, dict):
-                self.err(path, f"expected an object, got {show(raw)} ({_kind(raw)})")
+                self.err(path, f"expected an object, got {show(raw)} ({kind_of(raw)})")
                 continue
             vm, gis = self.read_vm(raw, path, seen, pms, pm_index, present, catalog)
             if vm is not None:
@@ -426,7 +341,7 @@ class _Reader:
         gis: list[Profile],
         pms: list[PmSpec | None],
         pm_index: dict[str, int],
-        owners: dict[tuple[int, int, int], str],
+        owners: SliceOwners,
     ) -> Placement | None:
         if self.typed(raw, path, dict, 'an object with "pm" and "gis"') is None:
             return None
@@ -463,7 +378,7 @@ class _Reader:
         pm_id: Any,
         pm: PmSpec | None,
         j: int | None,
-        owners: dict[tuple[int, int, int], str],
+        owners: SliceOwners,
     ) -> GiSlot | None:
         if self.typed(raw, path, dict, 'an object {"gpu": .., "start": ..}') is None:
             return None
@@ -477,35 +392,35 @@ class _Reader:
             return None
         if pm is None or gpu is None or start is None:
             return None
-        if gpu >= len(pm.gpus):
-            self.err(f"{path}.gpu", f"{gpu} is not a GPU of {pm.id} (it has {len(pm.gpus)})")
+        problem = gi_problem(pm, prof, GiSlot(gpu, start))
+        if problem is not None:
+            self.gi_error(problem[0], path, prof, pm, gpu, start)
             return None
+        holder = f"{path} ({prof.name} at start {start})"
+        clashes = owners.claim(j, gpu, range(start, start + prof.memory_slices), holder)
+        if clashes:
+            self.err(path, f"{prof.name} at start {start} on GPU {gpu} of {pm.id} overlaps {clashes[0][1]}")
+            return None
+        return GiSlot(gpu, start)
+
+    def gi_error(self, kind: str, path: str, prof: Profile, pm: PmSpec, gpu: int, start: int) -> None:
+        """The broken GI rule (`check.gi_problem`) said with the snapshot's paths and values."""
+        if kind == "gpu":
+            self.err(f"{path}.gpu", f"{gpu} is not a GPU of {pm.id} (it has {len(pm.gpus)})")
+            return
         model = pm.gpus[gpu]
-        if model.gpu_class != prof.gpu_class or not model.has_profile(prof.name):
+        if kind == "class":
             self.err(
                 f"{path}.gpu",
                 f"GPU {gpu} of {pm.id} is an {model.name} (class {model.gpu_class}); "
                 f"{prof.name} of {prof.gpu_model} needs class {prof.gpu_class}",
             )
-            return None
-        starts = model.profile(prof.name).starts
-        if start not in starts:
-            allowed = ", ".join(map(str, starts))
-            self.err(
-                f"{path}.start",
-                f"{start} is not a permitted start for {prof.name} on {model.name} (allowed: {allowed})",
-            )
-            return None
-        clash = next(
-            (owners[(j, gpu, u)] for u in range(start, start + prof.memory_slices) if (j, gpu, u) in owners),
-            None,
+            return
+        allowed = ", ".join(map(str, model.profile(prof.name).starts))
+        self.err(
+            f"{path}.start",
+            f"{start} is not a permitted start for {prof.name} on {model.name} (allowed: {allowed})",
         )
-        if clash is not None:
-            self.err(path, f"{prof.name} at start {start} on GPU {gpu} of {pm.id} overlaps {clash}")
-            return None
-        for u in range(start, start + prof.memory_slices):
-            owners[(j, gpu, u)] = f"{path} ({prof.name} at start {start})"
-        return GiSlot(gpu, start)
 
     def check_capacity(
         self, pms: list[PmSpec | None], vms: Mapping[str, VmSpec], placement: Mapping[str, Placement]
@@ -520,12 +435,13 @@ class _Reader:
             cpu = sum(vms[v].cpu_m for v in ids)
             ram = sum(vms[v].ram_mb for v in ids)
             names = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
-            if cpu > pm.cpu_m:
+            over = over_capacity(pm, cpu, ram)
+            if "cpu" in over:
                 self.err(
                     f"pms[{j}].cpu",
                     f"{pm.cpu:g} cores, but the VMs placed on {pm.id} use {cpu / 1000:g} ({names})",
                 )
-            if ram > pm.ram_mb:
+            if "ram" in over:
                 self.err(
                     f"pms[{j}].ram_gb",
                     f"{pm.ram_gb:g} GB, but the VMs placed on {pm.id} use {ram / 1000:g} ({names})",
@@ -534,7 +450,7 @@ class _Reader:
                 self.err(f"pms[{j}].powered_off", f"true, but {pm.id} hosts {names}")
 
     def read_weights(self, raw: Any, present: list[GpuModel], catalog: Catalog) -> Weights | None:
-        if raw is _MISSING:
+        if raw is MISSING:
             return Weights()
         if self.typed(raw, "weights", dict, "an object") is None:
             return None

@@ -1,8 +1,8 @@
 """Instances for the BILP tests: a private first-fit filler and random fragmented regions.
 
-First-fit here follows SPEC §3's arrival rule (first PM with CPU/RAM where every GI, largest first,
-gets the lowest-index GPU on which the default GI placement finds a start). It is a test fixture,
-not the FF policy.
+First-fit here follows the arrival rule of docs/policies.md#arrival-rule: the first PM with CPU/RAM where
+every GI, largest first, gets the lowest-index GPU on which the default GI placement finds a start. It is a
+test fixture, not the FF policy.
 """
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ from __future__ import annotations
 import random
 
 from origamig.catalog import default_catalog
-from origamig.datacenter import MILLI, DataCenter, Placement, PmSpec, VmSpec
+from origamig.datacenter import DataCenter
+from origamig.policies.arrival_rule import first_fit as shared_first_fit
 from origamig.policies.base import Rejection
-from origamig.policies.first_fit import first_fit as shared_first_fit
+from origamig.records import MILLI, Placement, PmSpec, VmSpec
 
 CATALOG = default_catalog()
 A100 = CATALOG.gpu("A100-40GB")
@@ -20,14 +21,14 @@ A30 = CATALOG.gpu("A30-24GB")
 
 
 def first_fit(dc: DataCenter, vm: VmSpec) -> Placement | None:
-    """The shared arrival rule (`origamig.policies.first_fit`), None where the VM fits nowhere."""
+    """The shared arrival rule (`origamig.policies.arrival_rule`), None where the VM fits nowhere."""
     hit = shared_first_fit(dc, vm)
     return None if isinstance(hit, Rejection) else hit
 
 
 def random_vm(rng: random.Random, vm_id: str, model=A100, max_gis: int = 2) -> VmSpec:
-    """SPEC §6 workload shape: 1–max_gis GIs of one model, profiles uniform, 4 cores and 16 GB per
-    compute slice."""
+    """The workload's shape (docs/simulator.md#workload): 1–max_gis GIs of one model, profiles uniform,
+    4 cores and 16 GB per compute slice."""
     gis = tuple(rng.choice(model.profiles) for _ in range(rng.randint(1, max_gis)))
     compute = sum(p.compute_slices for p in gis)
     return VmSpec(vm_id, 4 * compute * MILLI, 16 * compute * MILLI, gis)

@@ -1,9 +1,9 @@
 """The paper's literal Eq. (4)–(16) in Pyomo — a test oracle for the production configuration form.
 
 Start slices are explicit (y_ivjkz over the static start sets), f_jkpz marks free permissible
-starts, rows (10), (11), (13) are written as in SPEC §2. Linearizations: (14) as written (Σ_j over
-PMs the VM did not run on is ≤ 1), (15) per GI: ω_i ≥ Σ_jkz (1 − y')·y over the positions of that GI.
-A VM without GIs has no (15) row, so the literal form charges δ_i, not 2δ_i, when it changes PM;
+starts, rows (10), (11), (13) are written as in docs/model.md#constraints. Linearizations: (14) as written
+(Σ_j over PMs the VM did not run on is ≤ 1), (15) per GI: ω_i ≥ Σ_jkz (1 − y')·y over the positions of that
+GI. A VM without GIs has no (15) row, so the literal form charges δ_i, not 2δ_i, when it changes PM;
 use it on VMs with GIs only.
 """
 
@@ -14,8 +14,7 @@ from dataclasses import dataclass
 import pyomo.environ as pyo
 
 from origamig.bilp.restrict import Region
-from origamig.datacenter import GiSlot, Placement
-from origamig.objective import Weights
+from origamig.records import GiSlot, Placement, Weights
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Builders for hand-made states: GPU configurations, PMs, VMs and data centers from short literals.
 
-VMs get the workload's sizing (SPEC §6): 4 cores and 16 GB per compute slice of their GIs.
+VMs get the workload's sizing (docs/simulator.md#workload): 4 cores and 16 GB per compute slice of their GIs.
 """
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from origamig.catalog import GpuModel, Profile, default_catalog
-from origamig.datacenter import DataCenter, GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
+from origamig.datacenter import DataCenter
 from origamig.mig import GpuConfig
+from origamig.records import GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
 
 A100 = "A100-40GB"
 A30 = "A30-24GB"
@@ -34,7 +35,7 @@ def config(gpu: str, *gis: tuple[str, int]) -> GpuConfig:
 
 
 def pm(pm_id: str, gpus: Sequence[str] = (A100, A100), cpu: float = 80, ram_gb: float = 512) -> PmSpec:
-    """A PM with the named GPU models (SPEC §6 default: 80 cores, 512 GB, two A100s)."""
+    """A PM with the named GPU models (docs/simulator.md#data-center default: 80 cores, 512 GB, two A100s)."""
     return PmSpec(pm_id, cores_to_m(cpu), gb_to_mb(ram_gb), tuple(model(g) for g in gpus))
 
 

@@ -1,7 +1,7 @@
 """Hypothesis strategies for random data centers and VMs, shared by the test modules.
 
 - `pm_specs`: PMs with 0–2 GPUs, each an A100-40GB or an A30-24GB, and a few CPU/RAM sizes.
-- `vm_specs`: VMs with 0–2 GIs of one class, 4 cores / 16 GB per compute slice (SPEC §6).
+- `vm_specs`: VMs with 0–2 GIs of one class, 4 cores / 16 GB per compute slice (docs/simulator.md#workload).
 - `datacenters`: a random *valid* DataCenter: VMs placed one by one with the first-fit arrival rule
   and the default GI placement (`first_fit_placement`); those that fit nowhere are left out (or
   queued as pending with `pending=True`).
@@ -13,8 +13,9 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from origamig.catalog import GpuModel, default_catalog
-from origamig.datacenter import DataCenter, GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
+from origamig.datacenter import DataCenter
 from origamig.mig import GpuConfig, geometry
+from origamig.records import GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
 
 GPU_NAMES = ("A100-40GB", "A30-24GB")
 CPU_SIZES = (8, 16, 32, 80)
@@ -52,8 +53,9 @@ def vm_specs(draw: st.DrawFn, vm_id: str = "vm0", max_gis: int = 2) -> VmSpec:
 
 
 def first_fit_placement(dc: DataCenter, vm: VmSpec) -> Placement | None:
-    """SPEC §3 arrival rule: the first PM with enough CPU/RAM where every GI, largest first, gets the
-    lowest-index GPU of its class on which the default GI placement finds a start; None if none."""
+    """The arrival rule (docs/policies.md#arrival-rule): the first PM with enough CPU/RAM where every GI,
+    largest first, gets the lowest-index GPU of its class on which the default GI placement finds a start;
+    None if none."""
     order = sorted(range(len(vm.gis)), key=lambda n: (-vm.gis[n].memory_slices, n))
     for j in range(len(dc.pms)):
         if not dc.fits_resources(vm, j):

@@ -14,9 +14,9 @@ import pytest
 
 from origamig.bilp import solve_region
 from origamig.check import check, check_counters
-from origamig.objective import Weights
+from origamig.neighborhood import Bounds, select_admission
 from origamig.policies.base import Placed
-from origamig.policies.origamig.neighborhood import Bounds, select_admission
+from origamig.records import Weights
 from origamig.sim.engine import Simulation
 from origamig.sim.workload import Request
 from tests.builders import at, datacenter, pm, vm

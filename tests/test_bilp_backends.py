@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from origamig.bilp import Limits, available, backend_names, solve_region
 from origamig.bilp.backends.base import get_backend
 from origamig.check import check_placement
-from origamig.objective import Weights, evaluate
+from origamig.objective import evaluate
+from origamig.records import Weights
 
 BACKENDS = ("highs", "cpsat")  # every registered backend must be listed here
 EXACT = Limits(time_limit_s=60, threads=1)

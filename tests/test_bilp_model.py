@@ -15,11 +15,13 @@ from origamig.bilp import Limits, build_model, compile_model, decode, restrict, 
 from origamig.bilp.backends.base import get_backend
 from origamig.bilp.configurations import enumerate_configurations, usable_configurations
 from origamig.check import check_placement
-from origamig.datacenter import MILLI, DataCenter, GiSlot, Placement, PmSpec, VmSpec
+from origamig.datacenter import DataCenter
 from origamig.mig import geometry
-from origamig.objective import Weights, evaluate
+from origamig.objective import evaluate
+from origamig.records import MILLI, GiSlot, Placement, PmSpec, VmSpec, Weights
 
-A100_CONFIGURATIONS = 723  # SPEC §7 / paper §3: configurations of one A100 40GB, the empty one included
+# docs/model.md#configuration-space / paper §3: configurations of one A100 40GB, the empty one included
+A100_CONFIGURATIONS = 723
 EXACT = Limits(time_limit_s=60, threads=1)
 
 

@@ -1,4 +1,5 @@
-"""The hardware catalog: shipped files load as SPEC §1 gives them; malformed files name file, field, value."""
+"""The hardware catalog: shipped files load as docs/model.md#domain gives them; malformed files name file,
+field, value."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from origamig.catalog import default_catalog, load_catalog, models_dir
 from origamig.errors import CatalogError, UserError
 
-# SPEC §1: (name, compute slices, memory slices, permissible starts) per profile.
+# docs/model.md#domain: (name, compute slices, memory slices, permissible starts) per profile.
 A100_PROFILES = [
     ("1g.5gb", 1, 1, (0, 1, 2, 3, 4, 5, 6)),
     ("1g.10gb", 1, 2, (0, 2, 4, 6)),
@@ -49,7 +50,8 @@ def test_every_model_cites_its_source_and_has_consistent_profiles() -> None:
 
 def test_pm_power_curve() -> None:
     pm = default_catalog().default_pm
-    # SPEC §6: idle 143 W, 100% 647 W; 5% lies halfway between the 0% and 10% levels (143, 196.8).
+    # docs/simulator.md#energy: idle 143 W, 100% 647 W; 5% lies halfway between the 0% and 10%
+    # levels (143, 196.8).
     assert pm.power_at(0.0) == 143
     assert pm.power_at(1.0) == 647
     assert pm.power_at(0.05) == pytest.approx((143 + 196.8) / 2)

@@ -23,7 +23,8 @@ def check_json(path: Path) -> dict:
 def test_summary_of_fig1c_is_derived_by_hand() -> None:
     s = check_json(EXAMPLES["fig1c-compaction"])
     # pm0: 3g.20gb@0 + 1g.5gb@4,5,6 → 7 of 8 slices, only slice 7 free, no profile starts at 7: CF 0.
-    # pm1 (powered off): an empty A100, CF 18 (SPEC §1). Γ_100 = 1 active GPU − ⌈7/8⌉ = 0 (Eq. 17).
+    # pm1 (powered off): an empty A100, CF 18 (docs/model.md#domain).
+    # Γ_100 = 1 active GPU − ⌈7/8⌉ = 0 (Eq. 17).
     assert (s["pms"], s["active_pms"], s["powered_off_pms"]) == (2, 1, 1)
     assert (s["running_vms"], s["pending_vms"]) == (4, 1)
     a100 = s["classes"]["100"]

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from cli_helpers import run_main
 
 from origamig.cli.simulate import parse_options
 from origamig.errors import UserError
+from origamig.neighborhood import Bound
+from origamig.policies.base import make_policy
+from origamig.solver_registry import backend_names
 
 
 def test_values_are_read_as_json_when_they_parse():
@@ -34,3 +38,46 @@ def test_options_reach_the_policy(tmp_path):
     policy = make_run_policy("origamig", config, seed=1)
     assert policy.bounds.m_max == 4 and policy.bounds.bound == "vms"
     assert policy.weights.migration == 20
+
+
+@pytest.mark.parametrize(
+    ("option", "line"),
+    [
+        ("bound=pm", "error: bound: 'pm' is not one of pms, vms"),
+        ("m_max=0", "error: m_max: 0 must be a positive integer"),
+        ("solver=glpk", "error: solver: 'glpk' is not one of " + ", ".join(backend_names())),
+        ("admission_calls=maybe", "error: admission_calls: 'maybe' must be true or false"),
+    ],
+)
+def test_a_bad_origamig_option_is_one_error_line_before_any_run(option: str, line: str) -> None:
+    args = [
+        "simulate",
+        "--policy",
+        "ff,origamig",
+        "--pms",
+        "4",
+        "--seeds",
+        "1",
+        "--measure",
+        "1h",
+        "-o",
+        option,
+    ]
+    code, out, err = run_main(args)
+    assert (code, out, err.splitlines()) == (2, "", [line])
+
+
+def test_origamig_options_are_validated_together() -> None:
+    with pytest.raises(UserError) as err:
+        make_policy("origamig", bound="PMs", n_max=-1, time_limit_s=0)
+    assert err.value.problems == [
+        "bound: 'PMs' is not one of pms, vms",
+        "n_max: -1 must be a positive integer",
+        "time_limit_s: 0 must be a positive number or null",
+    ]
+    assert make_policy("origamig", bound="vms").bounds.bound is Bound.VMS
+
+
+def test_the_solver_choices_are_the_registered_backends() -> None:
+    code, _, err = run_main(["simulate", "--policy", "ff", "--solver", "nope", "--pms", "4", "--seeds", "1"])
+    assert code == 2 and err.strip() == f"error: --solver: 'nope' is not one of {', '.join(backend_names())}"

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from origamig.check import check_placement
 from origamig.cli.app import app
-from origamig.datacenter import GiSlot, Placement
+from origamig.records import GiSlot, Placement
 from origamig.replay import replay_plan
 from origamig.snapshot import Snapshot, load_snapshot, schema_path
 
@@ -130,7 +130,7 @@ def test_status_unchanged_keeps_the_input_state(tmp_path: Path) -> None:
     assert load_snapshot(out).placement == load_snapshot(path).placement
 
 
-def test_text_output_reports_everything_the_issue_lists() -> None:
+def test_text_output_reports_status_neighborhood_objective_solver_and_plan() -> None:
     path = next(p for p in EXAMPLES if p.stem == "fragmented-a100")
     result = runner.invoke(app, ["solve", str(path), *FAST])
     assert result.exit_code == 0, result.output

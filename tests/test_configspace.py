@@ -24,7 +24,7 @@ from origamig.configspace import (
 from origamig.mig import GpuConfig
 from tests.builders import A30, A100, model
 
-# Paper §3 and SPEC §7 (A100-40GB).
+# Paper §3 and docs/model.md#configuration-space (A100-40GB).
 A100_CONFIGURATIONS = 723
 A100_TERMINAL = 78
 A100_SUBOPTIMAL = 482  # 67%: lower CF than the best arrangement of the same GIs

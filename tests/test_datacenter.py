@@ -10,8 +10,9 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from origamig.check import check, check_counters
-from origamig.datacenter import NO_GPU_CLASS, DataCenter, GiSlot, Placement, VmSpec
+from origamig.datacenter import DataCenter
 from origamig.errors import PlacementError
+from origamig.records import NO_GPU_CLASS, GiSlot, Placement, VmSpec
 from tests.builders import A30, A100, at, datacenter, pm, vm
 from tests.strategies import datacenters, first_fit_placement, vm_specs
 

@@ -1,7 +1,8 @@
-"""Migration executor (SPEC §4, paper §5.4): hand-made cycles, Fig. 1(c), and random (current, target) pairs.
+"""Migration executor (docs/policies.md#executor, paper §5.4): hand-made cycles, Fig. 1(c), and random
+(current, target) pairs.
 
-Every plan is judged twice, independently of the executor: by `origamig.replay` (SPEC §8 semantics
-step by step) and by `check.check_placement` at the fullest moment of each VM step (the VM at its
+Every plan is judged twice, independently of the executor: by `origamig.replay` (docs/formats.md#replay
+semantics step by step) and by `check.check_placement` at the fullest moment of each VM step (the VM at its
 new place while still holding its old one). "Step" in the size bound = one migrate/start op with
 its create_gi/destroy_gi ops, so a plan has exactly (moved VMs + parking moves) steps.
 """
@@ -17,9 +18,10 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from origamig.check import check_counters, check_placement
-from origamig.datacenter import DataCenter, GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
+from origamig.datacenter import DataCenter
 from origamig.errors import PlacementError, UserError
 from origamig.executor import Infeasible, Plan, plan_migrations
+from origamig.records import GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
 from origamig.replay import replay_plan
 from tests.builders import A30, A100, at, datacenter, model, pm, vm
 from tests.strategies import pm_lists
@@ -77,7 +79,7 @@ def check_every_step(dc: DataCenter, plan: Plan) -> None:
 
 
 def assert_good_plan(dc: DataCenter, target: dict[str, Placement], plan: Plan) -> None:
-    """The properties every plan must have (SPEC §4, §8)."""
+    """The properties every plan must have (docs/policies.md#executor, docs/formats.md#plan)."""
     steps = plan.to_json()
     result = replay_plan(dc.pms, dc.vms, dc.placement, dc.pending, steps, target=target)
     assert result.ok, result.reason
@@ -101,7 +103,7 @@ def assert_good_plan(dc: DataCenter, target: dict[str, Placement], plan: Plan) -
     vm_steps = sum(1 for op in ops if op in ("migrate", "start"))
     assert vm_steps == len(moved) + len(parking) == plan.vm_steps
     assert vm_steps <= 2 * len(moved) + plan.cost.parking
-    # Cost recomputed from the JSON: inter-PM moves copy VM RAM + GI memory (SPEC §4).
+    # Cost recomputed from the JSON: inter-PM moves copy VM RAM + GI memory (docs/policies.md#executor).
     inter = [s for s in steps if s["op"] == "migrate" and s["from"] != s["to"]]
     copied = sum(specs_bytes(dc, s["vm"]) for s in inter)
     assert plan.cost.bytes_copied == copied
@@ -181,7 +183,7 @@ def test_fig1c_parks_the_3g_on_a_powered_off_pm() -> None:
     # vmA: 12 cores/48 GB RAM + 20 GB GI, copied twice (park and back): 2 × 68 GB at 12.5 Gbit/s.
     assert c.bytes_copied == 136 * 10**9
     assert c.duration_s == pytest.approx(136e9 * 8 / 12.5e9)
-    assert c.parking_penalty(10) == 20  # 2δ for the one inter-PM parking move (SPEC §3)
+    assert c.parking_penalty(10) == 20  # 2δ for the one inter-PM parking move (docs/policies.md#decision)
 
 
 def test_fig1c_parks_on_the_other_gpu_of_the_same_pm() -> None:

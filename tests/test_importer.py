@@ -1,7 +1,7 @@
 """`origamig import`: snapshot PMs from `nvidia-smi mig -lgi` text and mig-parted checkpoints.
 
-Fixtures in tests/data/mig/: `a100-lgi.txt` is the MIG User Guide's `-lgi` example 3 (A100-40GB,
-quoted in ../shared/data/mig-catalog.md §5.5); `a30-lgi.txt` follows the A30 rows of §1.3;
+Fixtures in tests/data/mig/: `a100-lgi.txt` is the `nvidia-smi mig -lgi` example 3 of NVIDIA's MIG user
+guide (A100-40GB); `a30-lgi.txt` is the same layout with A30 profiles (models/gpus/A30-24GB.toml);
 `a100-checkpoint.json` has the shape of `nvidia-mig-parted checkpoint` (api/checkpoint/v1: Version,
 MigState.Devices[].GpuInstances[] with the NVML profile enum and Placement.Start/Size).
 """

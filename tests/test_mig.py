@@ -1,4 +1,5 @@
-"""MIG slice algebra (`origamig.mig`) against SPEC §1, paper Table 3 and brute force over plain sets."""
+"""MIG slice algebra (`origamig.mig`) against docs/model.md#domain, paper Table 3 and brute force over plain
+sets."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from origamig.mig import GpuConfig, geometry
 from tests.builders import A30, A100, config, model
 from tests.strategies import gpu_configs
 
-# SPEC §1 / paper §3 Eq. (2): CF of the empty A100 = 7+4+3+2+1+1 starts, of the empty A30 = 4+2+1.
+# docs/model.md#domain / paper §3 Eq. (2): CF of the empty A100 = 7+4+3+2+1+1 starts,
+# of the empty A30 = 4+2+1.
 CF_EMPTY_A100 = 18
 CF_EMPTY_A30 = 7
 # Paper §3, Fig. 1(b): G = {0:1, 3:1} leaves {1,2,4,5,6,7} free: 5 + 2 + 1 + 1 = 9.

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from origamig.objective import Weights, evaluate, evaluate_dc
+from origamig.objective import evaluate, evaluate_dc
+from origamig.records import Weights
 from tests.builders import A30, A100, at, datacenter, pm, vm
 
 W = Weights()  # paper §6.1: a=100, b=50, e=20, w=1, δ=10

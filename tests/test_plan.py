@@ -1,4 +1,4 @@
-"""Plan records (SPEC §8 JSON), cost arithmetic, the rich table and the dry-run shell script."""
+"""Plan records (docs/formats.md#plan JSON), cost arithmetic, the rich table and the dry-run shell script."""
 
 from __future__ import annotations
 
@@ -25,13 +25,14 @@ from origamig.plan import (
     move_bytes,
     transfer_seconds,
 )
+from origamig.plan_render import plan_table, render_shell
 from tests.builders import A100, at, datacenter, pm, vm
 
 SH = shutil.which("sh")
 
 
 def test_steps_render_exactly_as_spec_section_8() -> None:
-    # The six example lines of SPEC §8, written out by hand.
+    # The six example lines of docs/formats.md#plan, written out by hand.
     steps = [
         PowerOn("pm3"),
         CreateGi("vm1", 0, "pm3", 1, 0),
@@ -80,7 +81,7 @@ def test_cost_counts_parking_apart_from_migrations() -> None:
     assert (c.parking_intra, c.parking_inter, c.parking, c.starts) == (1, 1, 2, 1)
     assert c.live_migrations == 4
     assert (c.bytes_copied, c.bytes, c.duration_s, c.pms_on, c.pms_off) == (20, 20, 2.0, 1, 1)
-    assert c.parking_penalty(10) == 30  # δ + 2δ (SPEC §3)
+    assert c.parking_penalty(10) == 30  # δ + 2δ (docs/policies.md#decision)
     assert set(c.to_dict()) >= {"migrations_intra", "parking_inter", "bytes_copied", "duration_s"}
     assert "2 migrations" in c.describe() and "2 parking" in c.describe()
     assert PlanCost().migrations == 0
@@ -98,7 +99,7 @@ def swap_plan() -> tuple[DataCenter, Plan]:
 def test_table_lists_every_step_and_the_cost() -> None:
     _, plan = swap_plan()
     console = Console(record=True, width=140)
-    console.print(plan.table())
+    console.print(plan_table(plan))
     text = console.export_text()
     for n, step in enumerate(plan.steps):
         assert any(line.split("│")[1].strip() == str(n) for line in text.splitlines() if line.count("│") > 2)
@@ -109,7 +110,7 @@ def test_table_lists_every_step_and_the_cost() -> None:
 
 def test_shell_script_is_valid_sh_and_lists_the_real_operations() -> None:
     dc, plan = swap_plan()
-    script = plan.to_shell(dc)
+    script = render_shell(plan.steps, dc)
     assert "secondary sources" in script and "PLACEHOLDER" in script
     assert "on pm1 nvidia-smi mig -i 0 -cgi 9:0" in script  # 3g.20gb is profile id 9 on the A100
     assert script.count(" -dgi") == sum(1 for s in plan.steps if s.op == "destroy_gi")
@@ -123,7 +124,7 @@ def test_shell_script_is_valid_sh_and_lists_the_real_operations() -> None:
 def test_shell_script_dry_run_prints_and_execute_mode_resolves_gi_ids(tmp_path: Path) -> None:
     dc, plan = swap_plan()
     script = tmp_path / "plan.sh"
-    script.write_text(plan.to_shell(dc))
+    script.write_text(render_shell(plan.steps, dc))
     log = tmp_path / "calls.log"
     bindir = tmp_path / "bin"
     bindir.mkdir()

@@ -1,16 +1,17 @@
-"""FF and the shared first-fit arrival rule (`policies/first_fit.py`): hand-made scenarios.
+"""FF and the shared first-fit arrival rule (`policies/arrival_rule.py`): hand-made scenarios.
 
-CF values below are derived by hand from SPEC §1's A100 table (starts: 1g.5gb 0–6, 1g.10gb 0,2,4,6,
-2g.10gb 0,2,4, 3g.20gb 0,4, 4g.20gb 0, 7g.40gb 0): CF = Σ_p (permissible starts whose slices are free).
+CF values below are derived by hand from the A100 table of docs/model.md#domain (starts: 1g.5gb 0–6, 1g.10gb
+0,2,4,6, 2g.10gb 0,2,4, 3g.20gb 0,4, 4g.20gb 0, 7g.40gb 0): CF = Σ_p (permissible starts whose slices are
+free).
 """
 
 from __future__ import annotations
 
 from builders import A30, at, datacenter, pm, vm
 
-from origamig.datacenter import GiSlot, Placement
+from origamig.policies.arrival_rule import first_fit, gi_order
 from origamig.policies.base import Placed, Rejection, make_policy
-from origamig.policies.first_fit import first_fit, gi_order
+from origamig.records import GiSlot, Placement
 
 
 def _scenario():

@@ -1,4 +1,4 @@
-"""OrigaMIG: hand-made scenarios per rule (paper §5, SPEC §3) and its three guarantees (§5.5)."""
+"""OrigaMIG: hand-made scenarios per rule (paper §5, docs/policies.md) and its three guarantees (§5.5)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,9 @@ from hypothesis import strategies as st
 from origamig.bilp import Limits, solve_region
 from origamig.catalog import default_catalog
 from origamig.check import check
-from origamig.datacenter import DataCenter, GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
-from origamig.objective import Weights, evaluate
-from origamig.policies.base import Deferred, Placed, Rejection, make_policy
-from origamig.policies.first_fit import first_fit
-from origamig.policies.origamig.call import decide, run_call
-from origamig.policies.origamig.neighborhood import (
+from origamig.datacenter import DataCenter
+from origamig.decision import Decision, Status, parking_cost, referee
+from origamig.neighborhood import (
     FILL,
     SOURCES,
     Bounds,
@@ -25,6 +22,12 @@ from origamig.policies.origamig.neighborhood import (
     select_consolidation,
     source_worth_emptying,
 )
+from origamig.objective import evaluate
+from origamig.plan import MoveRecord, Plan, PlanCost
+from origamig.policies.arrival_rule import first_fit
+from origamig.policies.base import Deferred, Placed, Rejection, make_policy
+from origamig.policies.optimizer.policy import run_call
+from origamig.records import GiSlot, Placement, PmSpec, VmSpec, Weights, cores_to_m, gb_to_mb
 
 CAT = default_catalog()
 A100 = CAT.gpu("A100-40GB")
@@ -249,7 +252,7 @@ def test_call_never_lowers_eq5_and_proved_optimal_equals_opt_on_the_neighborhood
     assert value_after >= value_before - 1e-9  # guarantee 1: a call never lowers Eq. (5)
     if (
         work.applied
-        and work.stats["proved_optimal"]
+        and work.call.proved_optimal
         and work.plan.cost.parking_intra == 0
         and (work.plan.cost.parking_inter == 0)
     ):
@@ -288,14 +291,26 @@ def test_without_arrivals_or_departures_calls_stop_changing_the_state(seed):
     assert changes <= 40
 
 
+def test_parking_costs_delta_inside_a_pm_and_two_delta_between_pms():
+    dc = consolidation_state()
+    moves = (
+        MoveRecord("a", "pm0", "pm1", True, 1, 1.0),  # parking between PMs: 2δ
+        MoveRecord("a", "pm1", "pm1", True, 0, 0.0),  # parking inside a PM: δ
+        MoveRecord("a", "pm1", "pm0", False, 1, 1.0),  # the move to the target: free here
+    )
+    assert parking_cost(Plan((), PlanCost(), moves=moves), dc.vms, Weights()) == 30.0
+    assert parking_cost(Plan((), PlanCost(), moves=moves), dc.vms, Weights(migration=4)) == 12.0
+
+
 def test_decision_subtracts_parking_cost():
     dc = consolidation_state()
     nb = select_consolidation(dc, "100", Weights(), Bounds())
     target = {"a": Placement(1, (GiSlot(0, 1),))}
-    steps = [{"op": "migrate", "vm": "a", "from": "pm0", "to": "pm1", "parking": True}]
-    d = decide(dc, nb, target, Weights(), steps)
-    assert d.parking_cost == 20.0  # one inter-PM parking move: 2δ
-    assert d.gain == pytest.approx(d.after.value - 20.0 - d.before.value)
+    before, after = referee(dc, nb.pms, nb.pending, target, Weights())
+    sol = solve_region(dc, nb.pms, nb.pending, Weights(), limits=LIMITS)
+    d = Decision(Status.UNCHANGED, sol, target, None, before, after, parking_cost=20.0)
+    assert d.gain == pytest.approx(after.value - 20.0 - before.value)
+    assert after.migration - before.migration == 20.0  # a moves to another PM: δ (m_i + ω_i)
 
 
 def test_arrival_rule_places_like_first_fit():

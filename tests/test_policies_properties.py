@@ -14,12 +14,13 @@ from hypothesis import strategies as st
 from strategies import gpu_models, pm_lists, vm_specs
 
 from origamig.check import check, check_counters, check_placement
-from origamig.datacenter import DataCenter, GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
+from origamig.datacenter import DataCenter
 from origamig.mig import geometry
+from origamig.policies.arrival_rule import gi_order
 from origamig.policies.base import Deferred, Placed, Rejection, make_policy
-from origamig.policies.first_fit import gi_order
 from origamig.policies.tc_compaction import CompactionState, compact, compact_class
 from origamig.policies.tc_rule import tc_place
+from origamig.records import GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
 
 POLICIES = [("ff", {}), ("mfi", {}), ("tc", {}), ("tc", {"tc_rule": "literal"})]
 

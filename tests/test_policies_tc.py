@@ -2,9 +2,9 @@
 
 Joint utilization of an A100 = (s_m + s_c) / 15 (8 memory + 7 compute slices). Sizes: 1g.5gb 1/1,
 2g.10gb 2/2, 3g.20gb 4/3, 4g.20gb 4/4, 7g.40gb 8/7 (memory/compute slices).
-CF-max starts used below (SPEC §1 starts): on an empty A100 a 3g.20gb goes to 4 (CF 10 vs 7 at 0) and a
-4g.20gb to 0 (its only start); with slices 0–1 used a 2g.10gb goes to 2 (CF 7 vs 6 at 4); with 0–3 used a
-1g.5gb goes to 6 (CF 4 vs 3 at 4 or 5); with 0–3 and 6 used a 1g.5gb goes to 4 (CF 1 at 4 and 5, lowest).
+CF-max starts used below (docs/model.md#domain starts): on an empty A100 a 3g.20gb goes to 4 (CF 10 vs 7 at 0)
+and a 4g.20gb to 0 (its only start); with slices 0–1 used a 2g.10gb goes to 2 (CF 7 vs 6 at 4); with 0–3 used
+a 1g.5gb goes to 6 (CF 4 vs 3 at 4 or 5); with 0–3 and 6 used a 1g.5gb goes to 4 (CF 1 at 4 and 5, lowest).
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import pytest
 from builders import at, datacenter, pm, vm
 
 from origamig.check import check_placement
-from origamig.datacenter import GiSlot, Placement
 from origamig.errors import UserError
 from origamig.policies.base import Placed, make_policy
 from origamig.policies.tc_compaction import CompactionState, compact
+from origamig.records import GiSlot, Placement
 
 
 def test_arrival_goes_to_the_fullest_gpu_at_the_default_start():

@@ -1,4 +1,5 @@
-"""Independent plan replay (SPEC §8): valid plans pass, each broken rule names the first bad step."""
+"""Independent plan replay (docs/formats.md#replay): valid plans pass, each broken rule names the first bad
+step."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from typing import Any
 import pytest
 
 import origamig.replay
-from origamig.datacenter import DataCenter, Placement
+from origamig.datacenter import DataCenter
 from origamig.executor import Plan, plan_migrations
+from origamig.records import Placement
 from origamig.replay import replay_plan
 from tests.builders import A30, A100, at, datacenter, pm, vm
 
@@ -28,7 +30,7 @@ def two_pms() -> DataCenter:
     return datacenter(pms, [(a, at(0, (0, 0))), (b, at(0, (0, 4)))], pending=[p])
 
 
-MOVE_A = [  # a: pm0 gpu0@0 → pm1 gpu0@4, by hand from SPEC §8
+MOVE_A = [  # a: pm0 gpu0@0 → pm1 gpu0@4, by hand from docs/formats.md#plan
     {"op": "power_on", "pm": "pm1"},
     {"op": "create_gi", "vm": "a", "gi": 0, "pm": "pm1", "gpu": 0, "start": 4},
     {"op": "migrate", "vm": "a", "from": "pm0", "to": "pm1"},
@@ -59,7 +61,7 @@ def test_a_valid_hand_written_plan_replays() -> None:
     [
         # create_gi on slices a still uses (3g.20gb@0 covers 0-3)
         ([{"op": "create_gi", "vm": "b", "gi": 0, "pm": "pm0", "gpu": 0, "start": 2}], 0, "used twice"),
-        # 1g.5gb has no start 7 on an A100 (SPEC §1: starts 0–6)
+        # 1g.5gb has no start 7 on an A100 (docs/model.md#domain: starts 0–6)
         (
             [{"op": "create_gi", "vm": "b", "gi": 0, "pm": "pm0", "gpu": 0, "start": 7}],
             0,

@@ -1,4 +1,4 @@
-"""The event loop and the metric/energy accounting on hand-computed tiny scenarios (SPEC §6)."""
+"""The event loop and the metric/energy accounting on hand-computed tiny scenarios (docs/simulator.md)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from collections.abc import Callable
 import pytest
 
 from origamig.catalog import DEFAULT_PM_MODEL, default_catalog
-from origamig.datacenter import DataCenter, GiSlot, Placement, PmSpec, VmSpec
+from origamig.datacenter import DataCenter
 from origamig.policies.base import Deferred, Placed, Rejection, Work
+from origamig.records import GiSlot, Placement, PmSpec, VmSpec
 from origamig.sim.energy import PowerModel, gpu_power_w
 from origamig.sim.engine import Simulation, SimulationError
 from origamig.sim.workload import Request, vm_for

@@ -1,4 +1,5 @@
-"""The Alibaba 2023 trace mapping (SPEC §6, paper §6.5), on a hand-written CSV and on the real trace."""
+"""The Alibaba 2023 trace mapping (docs/simulator.md#alibaba-trace, paper §6.5), on a hand-written CSV and on
+the real trace."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The synthetic workload matches SPEC §6 statistically; variants, seeds and request files."""
+"""The synthetic workload matches docs/simulator.md#workload statistically; variants, seeds and request
+files."""
 
 from __future__ import annotations
 
@@ -27,11 +28,11 @@ from origamig.sim.workload import (
 CAT = default_catalog()
 A100, A30 = CAT.gpu("A100-40GB"), CAT.gpu("A30-24GB")
 
-# SPEC §6 worked figure for the default data center at ρ = 0.85.
-SPEC_RATE_A100_PER_H = 28.9
-SPEC_RATE_A30_PER_H = 7.2
-SPEC_MEAN_F_A100 = 1.5 * 21 / 48  # 0.656
-SPEC_MEAN_F_A30 = 1.5 * 7 / 12  # 0.875
+# docs/simulator.md#workload worked figure for the default data center at ρ = 0.85.
+DOC_RATE_A100_PER_H = 28.9
+DOC_RATE_A30_PER_H = 7.2
+DOC_MEAN_F_A100 = 1.5 * 21 / 48  # 0.656
+DOC_MEAN_F_A30 = 1.5 * 7 / 12  # 0.875
 LONG_H = 1000.0  # a long stream: ≈ 36,000 requests
 
 
@@ -50,11 +51,11 @@ def test_default_data_center_and_rates_match_the_worked_figure() -> None:
     gpus = gpu_inventory(build_pms(SimConfig()))
     assert {m: n for m, (_, n) in gpus.items()} == {"A100-40GB": 192, "A30-24GB": 64}
     spec = WorkloadSpec(load=0.85)
-    assert mean_share(A100, spec) == pytest.approx(SPEC_MEAN_F_A100)
-    assert mean_share(A30, spec) == pytest.approx(SPEC_MEAN_F_A30)
+    assert mean_share(A100, spec) == pytest.approx(DOC_MEAN_F_A100)
+    assert mean_share(A30, spec) == pytest.approx(DOC_MEAN_F_A30)
     rates = arrival_rates_per_h(gpus, spec)
-    assert rates["A100-40GB"] == pytest.approx(SPEC_RATE_A100_PER_H, abs=0.05)
-    assert rates["A30-24GB"] == pytest.approx(SPEC_RATE_A30_PER_H, abs=0.05)
+    assert rates["A100-40GB"] == pytest.approx(DOC_RATE_A100_PER_H, abs=0.05)
+    assert rates["A30-24GB"] == pytest.approx(DOC_RATE_A30_PER_H, abs=0.05)
     # "about 4,300 requests over the 120 simulated hours"
     assert sum(rates.values()) * 120 == pytest.approx(4300, rel=0.02)
 

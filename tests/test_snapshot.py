@@ -1,4 +1,5 @@
-"""The snapshot format (SPEC §8): examples, schema, path-named validation errors, round trip, atomic write."""
+"""The snapshot format (docs/formats.md#snapshot): examples, schema, path-named validation errors, round trip,
+atomic write."""
 
 from __future__ import annotations
 
@@ -10,9 +11,8 @@ import jsonschema
 import pytest
 
 from origamig.check import check_placement
-from origamig.datacenter import GiSlot, Placement
 from origamig.errors import SnapshotError
-from origamig.objective import Weights
+from origamig.records import GiSlot, Placement, Weights
 from origamig.snapshot import (
     load_snapshot,
     parse_snapshot,
@@ -49,7 +49,7 @@ def problems(d: object) -> list[str]:
     return info.value.problems
 
 
-def test_examples_exist_and_cover_the_issue() -> None:
+def test_examples_exist_and_cover_the_documented_cases() -> None:
     names = {p.stem for p in EXAMPLES}
     assert {
         "fragmented-a100",
@@ -88,7 +88,7 @@ def test_pending_vm_of_the_fragmented_example_fits_no_gpu_now() -> None:
 # --- validation: one line per problem, naming the JSON path and the value ----------------------
 CASES = [
     (
-        "start not permitted (the issue's example)",
+        "start not permitted (the documented example)",
         doc(
             [pm("pm0", [A100])],
             [vm("v0", ["1g.5gb"]), vm("v1", []), vm("v2", []), vm("v3", ["2g.10gb"], ("pm0", [(0, 3)]))],
@@ -334,7 +334,7 @@ def test_inline_gpu_model_is_used_before_the_catalog() -> None:
 
 
 def test_weights_default_to_spec_and_accept_per_profile_free_start() -> None:
-    assert parse_snapshot(doc([], [])).weights == Weights()  # SPEC §2: 100, 50, 20, 1, 10
+    assert parse_snapshot(doc([], [])).weights == Weights()  # docs/model.md#objective: 100, 50, 20, 1, 10
     snap = parse_snapshot(doc([pm("pm0", [A100])], [], weights={"accept": 7, "free_start": {"1g.10gb": 2}}))
     assert snap.weights.accept == 7 and snap.weights.w("1g.10gb") == 2 and snap.weights.w("1g.5gb") == 1
 

@@ -14,12 +14,14 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from origamig.bilp.backends.base import Limits, SolveResult, available, backend_names, get_backend
+from origamig.bilp.backends.base import Limits, SolveResult, available, get_backend
 from origamig.bilp.compile import Compiled, compile_model, decode
 from origamig.bilp.model import BilpModel, build_model
-from origamig.bilp.restrict import Region, fix_outside, fixed_constant, restrict
-from origamig.datacenter import DataCenter, Placement
-from origamig.objective import Weights, evaluate
+from origamig.bilp.restrict import Region, fixed_constant, restrict
+from origamig.datacenter import DataCenter
+from origamig.objective import evaluate
+from origamig.records import Placement, Weights
+from origamig.solver_registry import backend_names
 
 __all__ = [
     "BilpModel",
@@ -33,7 +35,6 @@ __all__ = [
     "build_model",
     "compile_model",
     "decode",
-    "fix_outside",
     "fixed_constant",
     "restrict",
     "solve_region",

@@ -17,7 +17,7 @@ from pyomo.repn.plugins.standard_form import LinearStandardFormCompiler
 from scipy import sparse
 
 from origamig.bilp.model import BilpModel
-from origamig.datacenter import GiSlot, Placement
+from origamig.records import GiSlot, Placement
 
 _MAX_SCALE_DIGITS = 6
 

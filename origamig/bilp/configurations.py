@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from origamig.catalog import GpuModel
 from origamig.mig import geometry
-from origamig.objective import Weights
+from origamig.records import Weights
 
 Slot = tuple[int, int]  # (profile index in its GPU model, start slice)
 

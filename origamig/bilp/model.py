@@ -1,6 +1,6 @@
 """The BILP of paper Eq. (4)–(16) for one region — the only place its equations are written.
 
-Production form: the exact, position-free *configuration form* (see `notes/solver-findings.md`).
+Production form: the exact, position-free *configuration form* (docs/model.md#configuration-form).
 Instead of a start slice per GI (y_ivjkz) and free-start indicators f_jkpz, each active GPU picks
 one configuration c (a set of (profile, start) placements, `configurations.py`) whose weighted CF
 replaces Σ_pz w_p f_jkpz, and the GIs are assigned to GPUs only (y_ivjk). Variables:
@@ -54,7 +54,7 @@ from origamig.bilp.configurations import (
 )
 from origamig.bilp.restrict import Region
 from origamig.catalog import GpuModel
-from origamig.objective import Weights
+from origamig.records import Weights
 
 Gpu = tuple[int, int]  # (PM index, GPU index on it)
 

@@ -5,23 +5,19 @@ only. Everything else is fixed at its current value: in the full model that mean
 region VM and a PM outside M̂, and every variable of an outside PM or VM at its current value. Fixed
 variables only add a constant to Eq. (5) — the objective of the outside PMs and VMs — so the free
 part is a model of its own: the region's PMs with their full capacities (nothing outside runs on
-them) and the region's VMs. `Region` is that free part; `fixed_constant` is the constant, and
-`fix_outside` applies the same restriction to a full model by fixing variables (the reference path
-that the tests compare against).
+them) and the region's VMs. `Region` is that free part; `fixed_constant` is the constant. (The tests
+apply the same restriction to a full model by fixing variables, and compare.)
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from origamig.datacenter import DataCenter, Placement, PmSpec, VmSpec
+from origamig.datacenter import DataCenter
 from origamig.errors import PlacementError
-from origamig.objective import Objective, Weights, evaluate
-
-if TYPE_CHECKING:
-    from origamig.bilp.model import BilpModel
+from origamig.objective import Objective, evaluate
+from origamig.records import Placement, PmSpec, VmSpec, Weights
 
 
 @dataclass(frozen=True)
@@ -68,29 +64,3 @@ def fixed_constant(dc: DataCenter, region: Region, weights: Weights) -> Objectiv
     outside_pms = [j for j in range(len(dc.pms)) if j not in inside]
     outside_vms = [v for v in dc.vms if v not in region.vms]
     return evaluate(dc.pms, dc.vms, dc.placement, dc.placement, weights, outside_pms, outside_vms)
-
-
-def fix_outside(model: BilpModel, region: Region) -> None:
-    """Fix every variable of a *full* model (built on all PMs) that lies outside `region`.
-
-    A variable lies outside when it belongs to a PM outside M̂ or to a VM outside N̂; it is fixed at
-    its start value (the current placement). After this, the full model's optimum equals the region
-    model's optimum plus `fixed_constant`. This is the reference the tests compare the restriction
-    with; production calls build the region model directly.
-    """
-    inside = set(region.pms)
-    m = model.pyomo
-    for (i, j), var in m.x.items():
-        if i not in region.vms or j not in inside:
-            var.fix()
-    for (i, _, j, _), var in m.y.items():
-        if i not in region.vms or j not in inside:
-            var.fix()
-    for comp in (m.q, m.gamma, m.phi):
-        for key, var in comp.items():
-            if (key[0] if isinstance(key, tuple) else key) not in inside:
-                var.fix()
-    for comp in (m.mig, m.omega, m.stay):
-        for key, var in comp.items():
-            if (key[0] if isinstance(key, tuple) else key) not in region.vms:
-                var.fix()

@@ -10,8 +10,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from origamig.datacenter import NO_GPU_CLASS, DataCenter
-from origamig.objective import Weights, evaluate_dc
+from origamig.datacenter import DataCenter
+from origamig.objective import evaluate_dc
+from origamig.records import NO_GPU_CLASS, Weights
 from origamig.snapshot import load_snapshot
 
 
@@ -99,7 +100,9 @@ def _headline(summary: dict[str, Any]) -> str:
 
 
 def check(
-    snapshot: Annotated[Path, typer.Argument(help="Snapshot JSON file (SPEC §8).", show_default=False)],
+    snapshot: Annotated[
+        Path, typer.Argument(help="Snapshot JSON file (docs/formats.md#snapshot).", show_default=False)
+    ],
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON document instead of tables.")] = False,
 ) -> None:
     """Validate a snapshot (every problem, one line each, exit 2) and summarize the cluster it describes."""

@@ -1,4 +1,4 @@
-"""`origamig check-plan SNAPSHOT PLAN.json`: replay a plan (SPEC §8 semantics), report the first broken step.
+"""`origamig check-plan SNAPSHOT PLAN.json`: replay a plan (docs/formats.md#replay), report a broken step.
 
 PLAN.json is a bare list of steps or a `solve --json` document; with the latter, the final state
 must also equal its `"placement"`. Exit codes: 0 the plan is valid, 1 a step breaks a rule (the
@@ -14,8 +14,8 @@ from typing import Annotated, Any
 
 import typer
 
-from origamig.datacenter import GiSlot, Placement
 from origamig.errors import SnapshotError
+from origamig.records import GiSlot, Placement
 from origamig.replay import replay_plan
 from origamig.snapshot import Snapshot, load_snapshot, placement_json, read_json, show
 

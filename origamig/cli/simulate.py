@@ -20,6 +20,7 @@ from origamig.policies.base import policy_factory
 from origamig.sim.results import document
 from origamig.sim.runner import RunSpec, run_all
 from origamig.sim.scenario import VARIANTS, SimConfig, validate
+from origamig.solver_registry import DEFAULT_BACKEND, backend_names
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -146,7 +147,9 @@ def simulate(
         str, typer.Option("--warmup", help="Warm-up before measuring (48h, 30m, 3600).")
     ] = "48h",
     measure: Annotated[str, typer.Option("--measure", help="Measured window.")] = "72h",
-    solver: Annotated[str, typer.Option("--solver", help="BILP backend: highs or cpsat.")] = "highs",
+    solver: Annotated[
+        str, typer.Option("--solver", help=f"BILP backend: {', '.join(backend_names())}.")
+    ] = DEFAULT_BACKEND,
     deterministic: Annotated[
         bool,
         typer.Option("--deterministic", help="Single-thread solver with a work limit; call time modeled."),
@@ -185,7 +188,7 @@ def simulate(
     ] = False,
     out: Annotated[Path | None, typer.Option("--out", help="Write the results JSON to this file.")] = None,
 ) -> None:
-    """Simulate placement policies on the paper's workload (SPEC §6) and report its metrics."""
+    """Simulate placement policies on the paper's workload (docs/simulator.md) and report its metrics."""
     policies = split_list(policy)
     options = parse_options(option or [], policies)
     if bound is not None:
@@ -207,8 +210,8 @@ def simulate(
         for rho in parse_loads(load or ["0.85"])
     ]
     problems = []
-    if solver not in ("highs", "cpsat"):
-        problems.append(f"--solver: {solver!r} is not one of highs, cpsat")
+    if solver not in backend_names():
+        problems.append(f"--solver: {solver!r} is not one of {', '.join(backend_names())}")
     if workers < 1:
         problems.append(f"--workers: {workers} must be at least 1")
     if not policies:

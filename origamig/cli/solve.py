@@ -18,16 +18,18 @@ from rich.table import Table
 from origamig.cli.check import summarize, wide_console
 from origamig.datacenter import DataCenter
 from origamig.errors import UserError
-from origamig.objective import Objective, Weights
+from origamig.objective import Objective
+from origamig.plan_render import plan_table
+from origamig.records import Weights
 from origamig.snapshot import Snapshot, load_snapshot, write_json_atomic
+from origamig.solver_registry import DEFAULT_BACKEND, backend_names
 
 if TYPE_CHECKING:
     from origamig.snapshot_solve import Outcome
 
 
-class SolverName(StrEnum):
-    highs = "highs"
-    cpsat = "cpsat"
+SolverName = StrEnum("SolverName", {name: name for name in backend_names()})  # type: ignore[misc]
+_DEFAULT_SOLVER = SolverName(DEFAULT_BACKEND)
 
 
 @contextlib.contextmanager
@@ -64,8 +66,10 @@ def _state(snap: Snapshot, out: Outcome, after: bool) -> dict[str, Any]:
 
 
 def solve(
-    snapshot: Annotated[Path, typer.Argument(help="Snapshot JSON file (SPEC §8).", show_default=False)],
-    solver: Annotated[SolverName, typer.Option("--solver", help="MIP solver backend.")] = SolverName.highs,
+    snapshot: Annotated[
+        Path, typer.Argument(help="Snapshot JSON file (docs/formats.md#snapshot).", show_default=False)
+    ],
+    solver: Annotated[SolverName, typer.Option("--solver", help="MIP solver backend.")] = _DEFAULT_SOLVER,
     time_limit: Annotated[float, typer.Option("--time-limit", min=0.0, help="Solver time limit (s).")] = 10.0,
     threads: Annotated[
         int | None,
@@ -77,7 +81,10 @@ def solve(
     neighborhood: Annotated[
         str, typer.Option("--neighborhood", help="auto (Algorithm 1), all, or PM ids: pm0,pm3,...")
     ] = "auto",
-    as_json: Annotated[bool, typer.Option("--json", help="Print the SPEC §8 JSON document.")] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Print the solve document as JSON (docs/formats.md#solve-document)."),
+    ] = False,
     out: Annotated[
         Path | None, typer.Option("--out", help="Write the resulting snapshot here (atomically).")
     ] = None,
@@ -95,7 +102,7 @@ def solve(
 ) -> None:
     """Optimize a snapshot: admit pending VMs, consolidate, and plan the live migrations to get there."""
     from origamig.bilp.backends.base import make_limits  # the solvers load only when a solve runs
-    from origamig.snapshot_solve import outcome_json, output_document, solve_snapshot
+    from origamig.snapshot_solve import output_document, solve_snapshot
 
     snap = load_snapshot(snapshot)
     overrides = {"accept": accept, "pm": pm, "gpu": gpu, "free_start": free_start, "migration": migration}
@@ -105,7 +112,7 @@ def solve(
         outcome = solve_snapshot(snap, weights, solver.value, limits, neighborhood)
     if out is not None:
         write_json_atomic(out, output_document(snap, outcome))
-    doc = outcome_json(snap, outcome)
+    doc = outcome.to_json()
     doc["summary"] = {"before": _state(snap, outcome, False), "after": _state(snap, outcome, True)}
     if as_json:
         typer.echo(json.dumps(doc, indent=2))
@@ -165,7 +172,7 @@ def _render(path: Path, snap: Snapshot, out: Outcome, doc: dict[str, Any], writt
             f"bound {s['bound']}, gap {gap}, {s['wall_s']:.2f} s"
         )
     if out.plan is not None:
-        console.print(out.plan.table())
+        console.print(plan_table(out.plan))
     if written is not None:
         console.print(f"wrote {written}")
 

@@ -19,9 +19,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from origamig.datacenter import DataCenter, Placement, VmSpec
+from origamig.datacenter import DataCenter
+from origamig.records import Placement, VmSpec
+
+if TYPE_CHECKING:
+    from origamig.decision import Status
+    from origamig.plan import Plan
 
 
 @dataclass(frozen=True)
@@ -51,13 +56,44 @@ ArrivalDecision = Placed | Deferred | Rejection
 
 
 @dataclass(frozen=True)
+class CallStats:
+    """What one OrigaMIG solver call found (`Work.call`), for counters, reports and the triggers."""
+
+    status: Status
+    changed: bool  # the solution moves or admits some VM
+    termination: str  # why the solver stopped (`bilp.backends.base`: optimal, work_limit, ...)
+    proved_optimal: bool
+    gpu_class: str | None  # the class of a consolidation call
+    pms: int  # |M̂|
+    vms: int  # |N̂|
+    gain: float | None = None  # Eq. (5) gain after the parking cost, when a plan was found
+    detail: str = ""
+
+    @property
+    def outcome(self) -> str:
+        """The status, with `unchanged` split: applied | not_better | no_change | plan_infeasible."""
+        if self.status == "improved":
+            return "applied"
+        if self.status == "unchanged":
+            return "not_better" if self.changed else "no_change"
+        return str(self.status)
+
+
+@dataclass(frozen=True)
 class Work:
-    """The outcome of one call (OrigaMIG admission/consolidation, TC compaction, OPT).
+    """The outcome of one call (OrigaMIG admission/consolidation, TC compaction).
 
     `target` gives the new placement of every VM it moves or admits (running VMs that keep their
-    place may be omitted). `plan` is the executor's ordered plan (or None when nothing changes);
+    place may be omitted). `plan` is the executor's ordered plan (None when nothing is applied);
     `pms` are locked while the call runs. `wall_s` is the measured decision time, `modeled_s` the
-    time derived from deterministic work (used in deterministic mode).
+    time derived from deterministic work (used in deterministic mode); `phases_s` splits the wall
+    time into named phases (summed over a run as `RunResult.call_stats_s`); `call` is set by an
+    OrigaMIG solver call.
+
+    Migrations of a call, one definition for every policy: each live migration its plan runs,
+    moves to the target and parking moves alike (`PlanCost.live_migrations`), copying
+    `PlanCost.migrated_gb`; a Work without a plan counts each running VM of `target` that changes
+    place once.
     """
 
     kind: str
@@ -65,11 +101,12 @@ class Work:
     target: Mapping[str, Placement]
     admitted: tuple[str, ...] = ()
     rejected: tuple[str, ...] = ()
-    plan: Any = None
+    plan: Plan | None = None
     wall_s: float = 0.0
     modeled_s: float = 0.0
     applied: bool = True
-    stats: Mapping[str, Any] = field(default_factory=dict)
+    phases_s: Mapping[str, float] = field(default_factory=dict)
+    call: CallStats | None = None
 
 
 @runtime_checkable
@@ -150,4 +187,4 @@ def _load_builtin(name: str | None = None) -> None:
 
 # Built-in policies: registry name → module (under origamig.policies) whose import registers it.
 # Imported lazily, so that a run of FF does not pay for importing the BILP stack.
-BUILTIN_POLICIES: dict[str, str] = {"ff": "ff", "mfi": "mfi", "tc": "tc", "origamig": "origamig.policy"}
+BUILTIN_POLICIES: dict[str, str] = {"ff": "ff", "mfi": "mfi", "tc": "tc", "origamig": "optimizer.policy"}

@@ -17,11 +17,12 @@ arrival is O(|M| · |GIs| · |K_j|) lookups, like FF. No periodic work, no migra
 from __future__ import annotations
 
 from origamig.catalog import Profile
-from origamig.datacenter import DataCenter, GiSlot, Placement, VmSpec
+from origamig.datacenter import DataCenter
 from origamig.mig import Geometry
 from origamig.policies.arrival_only import ArrivalOnlyPolicy
+from origamig.policies.arrival_rule import choose_pm, class_gpus, profile_on
 from origamig.policies.base import Rejection, register
-from origamig.policies.first_fit import choose_pm, class_gpus, profile_on
+from origamig.records import GiSlot, Placement, VmSpec
 
 
 def fragmentation(geo: Geometry, occ: int) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from origamig.bilp import Limits, RegionSolution, solve_region
 from origamig.datacenter import DataCenter
-from origamig.objective import Weights
+from origamig.records import Weights
 
 
 def solve_opt(

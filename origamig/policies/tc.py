@@ -1,4 +1,4 @@
-"""Turkkan Compaction (TC, Turkkan et al.; paper §6.3, SPEC §5), adapted to VMs on PMs.
+"""Turkkan Compaction (TC, Turkkan et al.; paper §6.3, docs/policies.md#tc), adapted to VMs on PMs.
 
 Score (direction: larger is better). The joint utilization of a GPU is (s_m + s_c) / (S_m + S_c):
 used memory and compute slices over the GPU's memory and compute slices.
@@ -22,12 +22,13 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from origamig.datacenter import DataCenter, Placement, VmSpec
+from origamig.datacenter import DataCenter
 from origamig.errors import UserError
+from origamig.policies.arrival_rule import choose_pm, class_gpus, profile_on
 from origamig.policies.base import ArrivalDecision, Placed, Rejection, Work, register
-from origamig.policies.first_fit import choose_pm, class_gpus, profile_on
 from origamig.policies.tc_compaction import RULES, compact
 from origamig.policies.tc_rule import tc_place
+from origamig.records import Placement, VmSpec
 
 if TYPE_CHECKING:
     from origamig.plan import Plan
@@ -84,6 +85,7 @@ class TurkkanCompaction:
         self.period_s = float(period_s)
         self.rule = tc_rule
         self._next = self.period_s
+        self._vacating = 0  # GPUs the compaction in flight vacates (one call at a time)
         self._c: dict[str, float] = dict.fromkeys(
             (
                 "admitted",
@@ -141,6 +143,7 @@ class TurkkanCompaction:
             dc.index[m.from_pm] for m in plan.moves if m.from_pm
         }
         moves_s = plan.cost.duration_s
+        self._vacating = len(result.vacated)
         return Work(
             kind="compaction",
             pms=frozenset(pms),
@@ -148,24 +151,16 @@ class TurkkanCompaction:
             plan=plan,
             wall_s=decide_s + moves_s,
             modeled_s=moves_s,
-            stats={
-                **result.stats,
-                "migrations": plan.cost.migrations,
-                "migrated_gb": plan.cost.migrated_gb,
-                "decide_s": decide_s,
-                "moves_s": moves_s,
-                "vacated_gpus": [list(g) for g in result.vacated],
-                "added_gpus": [list(g) for g in result.added],
-            },
+            phases_s={"decide_s": decide_s, "moves_s": moves_s},
         )
 
     def finished(self, dc: DataCenter, work: Work, now: float) -> None:
-        if not work.applied:
+        if not work.applied or work.plan is None:
             self._c["compactions_discarded"] += 1
             return
         cost = work.plan.cost
         self._c["compactions_with_moves"] += 1
-        self._c["vacated_gpus"] += len(work.stats["vacated_gpus"])
+        self._c["vacated_gpus"] += self._vacating
         self._c["migrations"] += cost.migrations
         self._c["parking_moves"] += cost.parking
         self._c["bytes_moved"] += cost.bytes_copied

@@ -1,4 +1,4 @@
-"""TC's periodic compaction (Turkkan et al., paper §6.3 and SPEC §5), computed on a read-only state.
+"""TC's periodic compaction (Turkkan et al., paper §6.3, docs/policies.md#tc), on a read-only state.
 
 Per class, once per period:
 1. The active GPUs of the class, least utilized first: joint utilization (s_m+s_c)/(S_m+S_c) at the
@@ -14,8 +14,8 @@ Per class, once per period:
 5. When a GPU cannot be vacated, a *trial* adds a free GPU of the class (an idle GPU of an active PM
    if there is one, else any idle GPU; lowest (pm, gpu)) and goes on vacating GPUs in order until
    one fails. Literal rule (`"literal"`): the trial's moves are kept only if it vacated ≥ 2 GPUs.
-   Default rule (`"default"`, SPEC §5's reading that matches the paper's migration rates): a trial
-   that has added one free GPU and fails with fewer than 2 vacated adds a second free GPU, retries,
+   Default rule (`"default"`, docs/policies.md#tc, the reading that matches the paper's migration rates): a
+   trial that has added one free GPU and fails with fewer than 2 vacated adds a second free GPU, retries,
    and then keeps its moves only if it vacated ≥ 3 GPUs. A discarded trial leaves no trace and the
    scan goes on after the GPU that opened it; a kept one resumes at the GPU where it stopped.
 
@@ -24,7 +24,8 @@ case, with an undo journal (no state copies) for failed attempts and trials. Two
 it near O(A · V · candidates): per class, bit sets over its GPUs (those that may receive, and per
 profile those with room for it) let the rule score only PMs where the VM's largest GI fits, and a
 vacate first checks that condition for all its VMs before moving any (most attempts fail there).
-Neither changes a decision: both skip only what the rule would reject.
+Neither changes a decision: both skip only what the rule would reject. The journal and the bit sets
+are `tc_bookkeeping.py`; this module is the rule.
 """
 
 from __future__ import annotations
@@ -33,13 +34,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from origamig.datacenter import DataCenter, Placement, VmSpec
-from origamig.policies.first_fit import class_gpus, gi_order, profile_on
+from origamig.datacenter import DataCenter
+from origamig.policies.arrival_rule import class_gpus, gi_order, profile_on
+from origamig.policies.tc_bookkeeping import ClassLayout, Gpu, GpuIndex, UndoJournal
 from origamig.policies.tc_rule import tc_place
+from origamig.records import Placement, VmSpec
 
-Gpu = tuple[int, int]  # (pm, gpu index)
 RULES = ("default", "literal")
-_MISSING = object()
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ class CompactionState:
                     self.active.add(g)
         self.free_cpu_m = [dc.free_cpu_m(j) for j in range(len(dc.pms))]  # before the compaction
         self.free_ram_mb = [dc.free_ram_mb(j) for j in range(len(dc.pms))]
-        self.class_layout: dict[str, list[tuple[int, list[tuple[Gpu, Any]]]]] = {
+        self.class_layout: ClassLayout = {
             h: [(j, [((j, k), dc.gpu_geometry(j, k)) for k in class_gpus(dc, j, h)]) for j in pms]
             for h, pms in dc.class_pms.items()
         }
@@ -90,77 +91,30 @@ class CompactionState:
         self.receivers: dict[Gpu, bool] = {}
         self.vacated: dict[Gpu, bool] = {}
         self.added: dict[Gpu, bool] = {}
-        self._log: list[tuple[dict[Any, Any], Any, Any, bool]] = []
         self._gi_order: dict[str, tuple[int, ...]] = {}  # vm id -> gi_order(vm) (pure, cached)
         self._size_key: dict[str, tuple[int, int, str]] = {}  # vm id -> _largest_first(vm)
         self._by_size: dict[tuple[str, ...], list[VmSpec]] = {}  # holders -> their VMs, largest first
-        # Bit sets over each class's GPUs (bit = row in `class_layout` order), kept in step with
-        # `blocked`, `vacated` and `added`: the GPUs that may receive, and per profile name those
-        # whose blocked slices leave room for it. They only prune `place_by_rule`'s scan.
-        self.rows: dict[str, list[tuple[int, list[tuple[Gpu, Any]]]]] = {}  # row -> (pm, its gpus)
-        self.row_of: dict[Gpu, tuple[str, int, tuple[tuple[str, int], ...]]] = {}
-        self.recv_bits: dict[str, int] = {}
-        self.fit_bits: dict[str, dict[str, int]] = {}
-        for h, layout in self.class_layout.items():
-            self.rows[h] = [(j, gpus) for j, gpus in layout for _ in gpus]
-            self.recv_bits[h] = 0
-            self.fit_bits[h] = {p.name: 0 for _, gpus in layout for _, geo in gpus for p in geo.profiles}
-            row = 0
+        # The journal undoes failed attempts and trials; the index only prunes `place_by_rule`'s scan
+        # and follows every write (and undo) of `blocked`, `vacated` and `added`.
+        self.journal = UndoJournal()
+        self.index = GpuIndex(dc, self.class_layout)
+        for layout in self.class_layout.values():
             for _, gpus in layout:
-                for g, geo in gpus:
-                    self.row_of[g] = (h, row, tuple((p.name, p.index) for p in geo.profiles))
-                    self._refresh(self.blocked, g)
-                    self._refresh(self.added, g)
-                    row += 1
-
-    # --- journal ------------------------------------------------------------------------------
-    def _set(self, d: dict[Any, Any], key: Any, value: Any) -> None:
-        watched = d is self.blocked or d is self.vacated or d is self.added
-        self._log.append((d, key, d.get(key, _MISSING), watched))
-        d[key] = value
-        if watched:
-            self._refresh(d, key)
-
-    def _put(self, d: dict[Any, Any], key: Any, value: Any) -> None:
-        """`_set` for a dict the bit sets do not depend on (not blocked, vacated or added)."""
-        self._log.append((d, key, d.get(key, _MISSING), False))
-        d[key] = value
+                for g, _ in gpus:
+                    self._blocked_changed(g)
+                    self._receiving_changed(g)
 
     def mark(self) -> int:
-        return len(self._log)
+        return self.journal.mark()
 
     def rollback(self, mark: int) -> None:
-        log = self._log
-        while len(log) > mark:
-            d, key, old, watched = log.pop()
-            if old is _MISSING:
-                del d[key]
-            else:
-                d[key] = old
-            if watched:
-                self._refresh(d, key)
+        self.journal.rollback(mark)
 
-    def _refresh(self, d: dict[Any, Any], g: Gpu) -> None:
-        """Recompute GPU g's bit in `recv_bits` (d: vacated/added) or `fit_bits` (d: blocked)."""
-        hit = self.row_of.get(g)
-        if hit is None:
-            return
-        h, row, profiles = hit
-        bit = 1 << row
-        if d is not self.blocked:
-            if self.can_receive(g):
-                self.recv_bits[h] |= bit
-            else:
-                self.recv_bits[h] &= ~bit
-            return
-        table = self.dc.gpu_geometry(*g).default_table
-        occ = self.blocked[g]
-        fit = self.fit_bits[h]
-        for name, index in profiles:
-            if table[index][occ] >= 0:
-                fit[name] |= bit
-            else:
-                fit[name] &= ~bit
+    def _blocked_changed(self, g: Gpu) -> None:
+        self.index.set_blocked(g, self.blocked[g])
+
+    def _receiving_changed(self, g: Gpu) -> None:
+        self.index.set_receiving(g, self.can_receive(g))
 
     # --- reading ------------------------------------------------------------------------------
     def order_of(self, vm: VmSpec) -> tuple[int, ...]:
@@ -204,11 +158,11 @@ class CompactionState:
         left = []
         for prof, slot in zip(vm.gis, pl.gis, strict=True):
             g = (pl.pm, slot.gpu)
-            self._put(self.used_m, g, self.used_m[g] - prof.memory_slices)
-            self._put(self.used_c, g, self.used_c[g] - prof.compute_slices)
-            self._put(self.holders, g, tuple(v for v in self.holders[g] if v != vm.id))
+            self.journal.set(self.used_m, g, self.used_m[g] - prof.memory_slices)
+            self.journal.set(self.used_c, g, self.used_c[g] - prof.compute_slices)
+            self.journal.set(self.holders, g, tuple(v for v in self.holders[g] if v != vm.id))
             left.append(g)
-        self._put(self.pm_vms, pl.pm, self.pm_vms[pl.pm] - 1)
+        self.journal.set(self.pm_vms, pl.pm, self.pm_vms[pl.pm] - 1)
         return left
 
     def land(self, vm: VmSpec, pl: Placement) -> None:
@@ -216,41 +170,30 @@ class CompactionState:
         home = self.dc.placement[vm.id].pm
         for prof, slot in zip(vm.gis, pl.gis, strict=True):
             g = (pl.pm, slot.gpu)
-            self._set(self.blocked, g, self.blocked[g] | prof.mask(slot.start))
-            self._put(self.used_m, g, self.used_m[g] + prof.memory_slices)
-            self._put(self.used_c, g, self.used_c[g] + prof.compute_slices)
-            self._put(self.holders, g, tuple(sorted({*self.holders[g], vm.id})))
-            self._put(self.receivers, g, True)
+            self.journal.set(
+                self.blocked, g, self.blocked[g] | prof.mask(slot.start), then=self._blocked_changed
+            )
+            self.journal.set(self.used_m, g, self.used_m[g] + prof.memory_slices)
+            self.journal.set(self.used_c, g, self.used_c[g] + prof.compute_slices)
+            self.journal.set(self.holders, g, tuple(sorted({*self.holders[g], vm.id})))
+            self.journal.set(self.receivers, g, True)
         if pl.pm != home:
-            self._put(self.cpu_claim, pl.pm, self.cpu_claim.get(pl.pm, 0) + vm.cpu_m)
-            self._put(self.ram_claim, pl.pm, self.ram_claim.get(pl.pm, 0) + vm.ram_mb)
-        self._put(self.pm_vms, pl.pm, self.pm_vms[pl.pm] + 1)
-        self._put(self.moved, vm.id, pl)
+            self.journal.set(self.cpu_claim, pl.pm, self.cpu_claim.get(pl.pm, 0) + vm.cpu_m)
+            self.journal.set(self.ram_claim, pl.pm, self.ram_claim.get(pl.pm, 0) + vm.ram_mb)
+        self.journal.set(self.pm_vms, pl.pm, self.pm_vms[pl.pm] + 1)
+        self.journal.set(self.moved, vm.id, pl)
 
     def place_by_rule(self, vm: VmSpec, exclude: Gpu) -> Placement | None:
         """TC's placement rule over the GPUs that may receive, except `exclude`.
 
-        A PM is scored by `tc_place` only if its largest GI fits on one of those GPUs (`fit_bits`) and
+        A PM is scored by `tc_place` only if its largest GI fits on one of those GPUs (`self.index`) and
         it has the CPU/RAM: both are necessary for `tc_place` to succeed (slices only fill up while it
         places), so the PMs skipped are PMs it would reject, and the PMs scored come in the same order:
         the result is that of scoring every PM of the class."""
         home = self.dc.placement[vm.id].pm
         order = self.order_of(vm)
-        h = vm.gpu_class
-        cand = self.fit_bits[h].get(vm.gis[order[0]].name, 0) & self.recv_bits[h]
-        hit_ex = self.row_of.get(exclude)
-        if hit_ex is not None and hit_ex[0] == h:
-            cand &= ~(1 << hit_ex[1])
-        rows = self.rows[h]
         best: tuple[Any, Placement] | None = None
-        last = -1
-        while cand:
-            low = cand & -cand
-            cand ^= low
-            j, gpus = rows[low.bit_length() - 1]
-            if j == last:  # another GPU of a PM already scored
-                continue
-            last = j
+        for j, gpus in self.index.candidate_pms(vm.gpu_class, vm.gis[order[0]].name, exclude):
             if not self.fits_pm(vm, j, home):
                 continue
             views = [
@@ -268,20 +211,7 @@ class CompactionState:
         with its CPU/RAM (or its own) where its GIs have room on GPUs that may receive (not `exclude`):
         the largest on one GPU, and with two GIs, both on two GPUs or together on one."""
         home = self.dc.placement[vm.id].pm
-        h = vm.gpu_class
-        cand = self.fit_bits[h].get(vm.gis[self.order_of(vm)[0]].name, 0) & self.recv_bits[h]
-        hit_ex = self.row_of.get(exclude)
-        if hit_ex is not None and hit_ex[0] == h:
-            cand &= ~(1 << hit_ex[1])
-        rows = self.rows[h]
-        last = -1
-        while cand:
-            low = cand & -cand
-            cand ^= low
-            j, gpus = rows[low.bit_length() - 1]
-            if j == last:
-                continue
-            last = j
+        for j, gpus in self.index.candidate_pms(vm.gpu_class, vm.gis[self.order_of(vm)[0]].name, exclude):
             if self.fits_pm(vm, j, home) and (len(vm.gis) != 2 or self._pair_room(vm, gpus, exclude)):
                 return True
         return False
@@ -334,7 +264,7 @@ class CompactionState:
             self.land(vm, pl)
         for s in sorted(sources):
             if not self.holders[s] and s in self.active:
-                self._set(self.vacated, s, True)
+                self.journal.set(self.vacated, s, True, then=self._receiving_changed)
         return True
 
     def add_free_gpu(self, gpu_class: str) -> Gpu | None:
@@ -349,7 +279,7 @@ class CompactionState:
             if pick is None:
                 pick = g
         if pick is not None:
-            self._set(self.added, pick, True)
+            self.journal.set(self.added, pick, True, then=self._receiving_changed)
         return pick
 
 

@@ -12,9 +12,9 @@ from fractions import Fraction
 from typing import Any
 
 from origamig.catalog import Profile
-from origamig.datacenter import GiSlot, Placement, VmSpec
 from origamig.mig import Geometry
-from origamig.policies.first_fit import profile_on
+from origamig.policies.arrival_rule import profile_on
+from origamig.records import GiSlot, Placement, VmSpec
 
 
 def joint_utilization(geo: Geometry, used_m: int, used_c: int) -> float:

@@ -1,4 +1,4 @@
-"""Power of a PM and its GPUs (SPEC §6, paper §6.2 and Table 7).
+"""Power of a PM and its GPUs (docs/simulator.md#energy, paper §6.2 and Table 7).
 
 A PM that hosts no VM is off and draws nothing (switching is free). An active PM draws its server's
 SPECpower curve at its CPU load (share of its cores the VMs use), interpolated linearly. A GPU with
@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from origamig.catalog import Catalog, PmModel, default_catalog
-from origamig.datacenter import DataCenter, PmSpec
+from origamig.datacenter import DataCenter
+from origamig.records import PmSpec
 
 
 def gpu_power_w(idle_w: float, max_w: float, used_compute: int, compute_slices: int) -> float:

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from origamig.check import check, check_counters
-from origamig.datacenter import DataCenter, PmSpec
+from origamig.datacenter import DataCenter
 from origamig.policies.base import Deferred, Placed, Policy, Work
+from origamig.records import PmSpec
 from origamig.sim.energy import PowerModel
 from origamig.sim.events import ARRIVAL, CALL_END, CHECK, DEPARTURE, EventQueue
 from origamig.sim.metrics import Recorder
@@ -38,7 +39,7 @@ class SimulationError(RuntimeError):
 
 @dataclass(frozen=True)
 class RunResult:
-    """The outcome of one run: metrics by SPEC name, policy counters, and run statistics."""
+    """The outcome of one run: metrics (`metrics.METRIC_NAMES`), policy counters, run statistics."""
 
     policy: str
     seed: int
@@ -180,9 +181,8 @@ class Simulation:
         duration = work.modeled_s if self.deterministic else work.wall_s
         self.calls += 1
         self.rec.call(t, duration)
-        for key, value in work.stats.items():
-            if key.endswith("_s") and isinstance(value, (int, float)):
-                self.call_stats[key] = self.call_stats.get(key, 0.0) + value
+        for key, value in work.phases_s.items():
+            self.call_stats[key] = self.call_stats.get(key, 0.0) + value
         self.call = work
         self.locked = frozenset(work.pms)
         self.queue.push(t + max(duration, 0.0), CALL_END, work)
@@ -236,18 +236,9 @@ class Simulation:
 
 
 def _reported_moves(work: Work, moves: int, gb: float) -> tuple[int, float]:
-    """Migrations and GB of a call: `Work.stats` ("migrations", "migrated_gb") if the policy says,
-    else the executor's plan cost (`plan.cost.migrations` + `.parking`, `.bytes`: parking moves
-    are live migrations too), else the
-    count derived from the target (`moves`, `gb`)."""
-    stats = work.stats
-    cost = getattr(work.plan, "cost", None)
-    if "migrations" in stats:
-        moves = int(stats["migrations"])
-    elif cost is not None and hasattr(cost, "migrations"):
-        moves = int(cost.migrations) + int(getattr(cost, "parking", 0))
-    if "migrated_gb" in stats:
-        gb = float(stats["migrated_gb"])
-    elif cost is not None and hasattr(cost, "bytes"):
-        gb = float(cost.bytes) / 1e9
-    return moves, gb
+    """Migrations and GB of an applied call (one definition, see `Work`): every live migration of
+    its plan, parking moves included, and the GB they copy; without a plan, the count derived from
+    the target (`moves`, `gb`)."""
+    if work.plan is None:
+        return moves, gb
+    return work.plan.cost.live_migrations, work.plan.cost.migrated_gb

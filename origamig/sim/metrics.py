@@ -1,4 +1,4 @@
-"""The metrics of SPEC §6 over the measured window [warm-up, warm-up + measure].
+"""The metrics of docs/simulator.md#metrics over the measured window [warm-up, warm-up + measure].
 
 State between two events is constant, so every time average is integrated exactly: before each
 event at time t the recorder adds level × (overlap of [last, t] with the window). Only PM
@@ -148,7 +148,7 @@ class Recorder:
 
     # --- results -------------------------------------------------------------------------------
     def finish(self) -> dict[str, float | None]:
-        """Integrate to the end of the window and return the metrics by their SPEC names."""
+        """Integrate to the end of the window and return the metrics by their names (`METRIC_NAMES`)."""
         self.advance(self.w1)
         if self.next_sample <= self.w1:
             self._sample(self.w1 + SAMPLE_PERIOD_S / 2)

@@ -12,7 +12,8 @@ JSON: `{"requests": [{"id": "job1", "arrival_s": 0, "lifetime_s": 7200, "gpu_mod
 - `arrival_s`, `lifetime_s`: seconds from the start of the run; the lifetime starts at admission.
 - `gpu_model`: a catalog GPU model name; required when `gis` is not empty. `gis`: profile names of
   that model (`;` or space separated in CSV), possibly empty.
-- `cpu` (cores), `ram_gb`: optional; when empty, 4 cores and 16 GB per compute slice (SPEC §6).
+- `cpu` (cores), `ram_gb`: optional; when empty, 4 cores and 16 GB per compute slice
+  (docs/simulator.md#workload).
 - `id`: optional (default `r<row>`), unique.
 """
 
@@ -25,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from origamig.catalog import Catalog
-from origamig.datacenter import VmSpec, cores_to_m, gb_to_mb
 from origamig.errors import UserError
+from origamig.records import VmSpec, cores_to_m, gb_to_mb
 from origamig.sim.workload import Request, vm_for
 
 

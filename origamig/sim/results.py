@@ -7,8 +7,9 @@
      "paired":  [{"variant", "load", "policy", "baseline", "seeds",
                   "metrics": {name: {"mean", "ci95", "n", "values", "wins"}}}]}
 
-Metric names are those of SPEC §6 (`metrics.METRIC_NAMES`); `ci95` is the half-width of the 95%
-Student-t interval over seeds; paired entries are policy − baseline by seed (`wins`: seeds where it is lower).
+Metric names are those of docs/simulator.md#metrics (`metrics.METRIC_NAMES`); `ci95` is the half-width of the
+95% Student-t interval over seeds; paired entries are policy − baseline by seed (`wins`: seeds where it is
+lower).
 """
 
 from __future__ import annotations

@@ -3,17 +3,19 @@
 Every run is a picklable `RunSpec` executed by `run_one`, so any `concurrent.futures` executor can
 carry it: `ProcessPoolExecutor` (`--workers N`) or a dask.distributed `Client.get_executor()`
 (`--scheduler tcp://HOST:PORT`). Results come back in spec order whatever the executor.
+`run_tasks` is the same machinery for any picklable task (the benchmarks' harness uses it).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from origamig.catalog import default_catalog
 from origamig.errors import UserError
@@ -68,6 +70,7 @@ def config_dict(config: SimConfig) -> dict[str, Any]:
 
 
 Done = Callable[[int, RunResult], None]  # (index in specs, result)
+R = TypeVar("R")
 
 
 def run_all(
@@ -82,21 +85,42 @@ def run_all(
         validate(spec)
     for name in sorted({s.policy for s in specs}):
         policy_base.policy_factory(name)  # raises the one-line UserError for an unknown name
-    results: list[RunResult | None] = [None] * len(specs)
+    checked: list[tuple[str, SimConfig]] = []
+    for spec in specs:  # a bad policy option is reported here, before any run starts
+        if (spec.policy, spec.config) not in checked:
+            checked.append((spec.policy, spec.config))
+            make_run_policy(spec.policy, spec.config, spec.seed)
+    live = progress if scheduler is None and workers <= 1 else None
+    tasks = [functools.partial(run_one, s, live(i) if live else None) for i, s in enumerate(specs)]
+    return run_tasks(tasks, workers, scheduler, done)
+
+
+def run_tasks(
+    tasks: Sequence[Callable[[], R]],
+    workers: int = 1,
+    scheduler: str | None = None,
+    done: Callable[[int, R], None] | None = None,
+) -> list[R]:
+    """Run zero-argument tasks in this process, on `workers` processes, or on a Dask `scheduler`.
+
+    Results come back in task order whatever the executor; `done(i, result)` fires as each task
+    finishes. For processes and Dask a task must be picklable: a `functools.partial` of a
+    module-level function with picklable arguments."""
+    results: list[Any] = [None] * len(tasks)
     if scheduler is None and workers <= 1:
-        for i, spec in enumerate(specs):
-            results[i] = run_one(spec, progress(i) if progress else None)
+        for i, task in enumerate(tasks):
+            results[i] = task()
             if done:
                 done(i, results[i])
-        return [r for r in results if r is not None]
+        return results
     with _executor(workers, scheduler) as pool:
-        futures: dict[Future[RunResult], int] = {pool.submit(run_one, s): i for i, s in enumerate(specs)}
+        futures: dict[Future[R], int] = {pool.submit(task): i for i, task in enumerate(tasks)}
         for fut in as_completed(futures):
             i = futures[fut]
             results[i] = fut.result()
             if done:
                 done(i, results[i])
-    return [r for r in results if r is not None]
+    return results
 
 
 @contextmanager

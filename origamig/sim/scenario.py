@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from origamig.catalog import DEFAULT_PM_MODEL, Catalog, GpuModel, default_catalog
-from origamig.datacenter import PmSpec, cores_to_m, gb_to_mb
 from origamig.errors import UserError
+from origamig.records import PmSpec, cores_to_m, gb_to_mb
+from origamig.sim.trace import trace_dir, trace_requests
 from origamig.sim.workload import HOUR, Request, WorkloadSpec, generate
 
 A100, A30 = "A100-40GB", "A30-24GB"
@@ -45,7 +46,7 @@ _A100_ONLY = Hardware(groups=(((A100, A100), 1.0),))
 VARIANTS: dict[str, Variant] = {
     v.name: v
     for v in (
-        Variant("default", "96 PMs with 2x A100, 32 with 2x A30; SPEC §6 workload"),
+        Variant("default", "96 PMs with 2x A100, 32 with 2x A30; the paper's workload"),
         Variant("smaller-profiles", "larger profiles half as likely", {"larger_weight": 0.5}),
         Variant("larger-profiles", "larger profiles twice as likely", {"larger_weight": 2.0}),
         Variant("one-gi", "0% of VMs with two GIs", {"two_gi_share": 0.0}),
@@ -110,8 +111,6 @@ def validate(config: SimConfig) -> None:
     if problems:
         raise UserError(problems)
     if variant(config.variant).source == "alibaba" and not config.requests_file:
-        from origamig.sim.trace import trace_dir
-
         trace_dir(config.trace_dir)  # raises the one-line error when the trace is absent
 
 
@@ -154,7 +153,5 @@ def requests_for(
 
         return [r for r in read_requests(Path(config.requests_file), cat) if r.arrival_s < config.horizon_s]
     if variant(config.variant).source == "alibaba":
-        from origamig.sim.trace import trace_requests
-
-        return trace_requests(config, seed, pms)
+        return trace_requests(pms, config.load, seed, config.horizon_s, config.trace_dir)
     return generate(gpu_inventory(pms), workload_spec(config), seed, config.horizon_s)

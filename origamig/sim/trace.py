@@ -1,4 +1,5 @@
-"""The Alibaba 2023 GPU trace (`openb_pod_list_default.csv`) mapped to MIG requests (SPEC §6, paper §6.5).
+"""The Alibaba 2023 GPU trace (`openb_pod_list_default.csv`) mapped to MIG requests
+(docs/simulator.md#alibaba-trace).
 
 Mapping, per pod:
 - a pod with `num_gpu` = 1 and `gpu_milli` < 1000 (GPU share f) gets the smallest profile (fewest memory,
@@ -14,7 +15,7 @@ Timeline: arrival offsets are compressed (lifetimes kept) so that the offered lo
 length and wraps around, repeating the trace if the run is longer than it.
 
 The data is research-use only and is never copied into the repository: it is read from `--trace-dir`,
-else `$ORIGAMIG_ALIBABA_DIR`, else `../shared/data/alibaba-gpu-2023` next to the source checkout.
+else `$ORIGAMIG_ALIBABA_DIR`; there is no default location.
 """
 
 from __future__ import annotations
@@ -26,15 +27,11 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from origamig.catalog import GpuModel, Profile
-from origamig.datacenter import PmSpec
 from origamig.errors import UserError
+from origamig.records import PmSpec
 from origamig.sim.workload import Request, WorkloadSpec, vm_for
-
-if TYPE_CHECKING:
-    from origamig.sim.scenario import SimConfig
 
 POD_FILE = "openb_pod_list_default.csv"
 ENV_VAR = "ORIGAMIG_ALIBABA_DIR"
@@ -58,24 +55,18 @@ class Pod:
 
 
 def trace_dir(option: str | None = None) -> Path:
-    """The trace folder: the option, the environment variable, or the default next to the checkout."""
-    if option:
-        candidates = [Path(option)]
-    elif os.environ.get(ENV_VAR):
-        candidates = [Path(os.environ[ENV_VAR])]
-    else:
-        repo = Path(__file__).resolve().parents[2]
-        candidates = [
-            repo.parent / "shared" / "data" / "alibaba-gpu-2023",
-            Path("../shared/data/alibaba-gpu-2023"),
-        ]
-    for path in candidates:
-        if (path / POD_FILE).is_file():
-            return path
-    raise TraceError(
-        f"--trace-dir: no {POD_FILE} in {candidates[0]} (download cluster-trace-gpu-v2023 from "
-        f"github.com/alibaba/clusterdata and pass --trace-dir or set {ENV_VAR})"
+    """The trace folder: `--trace-dir` (`option`), else the environment variable `ORIGAMIG_ALIBABA_DIR`."""
+    where = option or os.environ.get(ENV_VAR)
+    fetch = (
+        "download cluster-trace-gpu-v2023 from github.com/alibaba/clusterdata and pass --trace-dir "
+        f"or set {ENV_VAR}"
     )
+    if not where:
+        raise TraceError(f"--trace-dir: no trace folder given ({fetch})")
+    path = Path(where)
+    if not (path / POD_FILE).is_file():
+        raise TraceError(f"--trace-dir: no {POD_FILE} in {path} ({fetch})")
+    return path
 
 
 @functools.cache
@@ -175,8 +166,11 @@ def schedule(
     return out
 
 
-def trace_requests(config: SimConfig, seed: int, pms: Sequence[PmSpec]) -> list[Request]:
-    """The trace variant's requests for `seed`, on the most common GPU model of `pms`."""
+def trace_requests(
+    pms: Sequence[PmSpec], load: float, seed: int, horizon_s: float, folder: str | None = None
+) -> list[Request]:
+    """The trace variant's requests for `seed`, on the most common GPU model of `pms`, read from
+    `folder` (or the environment variable, see `trace_dir`)."""
     counts: dict[str, tuple[GpuModel, int]] = {}
     for pm in pms:
         for g in pm.gpus:
@@ -184,5 +178,5 @@ def trace_requests(config: SimConfig, seed: int, pms: Sequence[PmSpec]) -> list[
     if not counts:
         raise TraceError("--variant alibaba: the data center has no GPU")
     model, gpus = max(counts.values(), key=lambda mc: (mc[1], mc[0].name))
-    pods = load_pods(str(trace_dir(config.trace_dir)))
-    return schedule(map_pods(pods, model), model, gpus, config.load, seed, config.horizon_s)
+    pods = load_pods(str(trace_dir(folder)))
+    return schedule(map_pods(pods, model), model, gpus, load, seed, horizon_s)

@@ -1,4 +1,5 @@
-"""Synthetic requests of SPEC §6 (paper §6.2): Poisson arrivals, jobs and tenants, one or two GIs.
+"""Synthetic requests of docs/simulator.md#workload (paper §6.2): Poisson arrivals, jobs and tenants, one or
+two GIs.
 
 A request is a VM of GIs of one GPU model, each profile drawn with its weight (uniform by default),
 with 4 cores and 16 GB of RAM per compute slice. Lifetimes are exponential (or lognormal with the
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from origamig.catalog import GpuModel, Profile
-from origamig.datacenter import VmSpec, cores_to_m, gb_to_mb
+from origamig.records import VmSpec, cores_to_m, gb_to_mb
 
 HOUR = 3600.0
 
@@ -37,7 +38,7 @@ class Request:
 
 @dataclass(frozen=True)
 class WorkloadSpec:
-    """The knobs of the synthetic workload; defaults are the paper's (SPEC §6)."""
+    """The knobs of the synthetic workload; defaults are the paper's (docs/simulator.md#workload)."""
 
     load: float = 0.85
     tenant_share: float = 0.3
@@ -84,7 +85,7 @@ def arrival_rates_per_h(gpus: Mapping[str, tuple[GpuModel, int]], spec: Workload
 def vm_for(
     vm_id: str, profiles: Sequence[Profile], cores_per_compute: float = 4.0, ram_gb_per_compute: float = 16.0
 ) -> VmSpec:
-    """A VM with these GIs and the CPU/RAM rule of SPEC §6 (per compute slice)."""
+    """A VM with these GIs and the CPU/RAM rule of docs/simulator.md#workload (per compute slice)."""
     compute = sum(p.compute_slices for p in profiles)
     return VmSpec(
         id=vm_id,

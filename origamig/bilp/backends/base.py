@@ -1,7 +1,7 @@
 """The backend Protocol, the frozen `Limits` record, `SolveResult`, and the registry of solvers.
 
 A backend solves a `Compiled` standard form from a complete start vector (the current placement)
-within `Limits`. Adding a solver touches one file plus one line in `_MODULES`: the class has a
+within `Limits`. Adding a solver touches one file plus one line in `solver_registry.py`: the class has a
 `name`, a `features` set, `available()` returning None or the reason it cannot run, and imports its
 vendor package lazily.
 """
@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
+
+from origamig.solver_registry import BACKEND_MODULES
 
 if TYPE_CHECKING:
     from origamig.bilp.compile import Compiled
@@ -109,25 +111,18 @@ class Backend(Protocol):
     def solve(self, compiled: Compiled, hint: np.ndarray, limits: Limits) -> SolveResult: ...
 
 
-_MODULES = {"highs": "origamig.bilp.backends.highs", "cpsat": "origamig.bilp.backends.cpsat"}
-
-
-def backend_names() -> tuple[str, ...]:
-    return tuple(_MODULES)
-
-
 def get_backend(name: str) -> Backend:
     """An instance of the backend called `name`; `ValueError` naming the choices if unknown."""
-    if name not in _MODULES:
-        raise ValueError(f"unknown solver {name!r} (choose from {', '.join(_MODULES)})")
-    module = importlib.import_module(_MODULES[name])
+    if name not in BACKEND_MODULES:
+        raise ValueError(f"unknown solver {name!r} (choose from {', '.join(BACKEND_MODULES)})")
+    module = importlib.import_module(BACKEND_MODULES[name])
     return module.BACKEND()
 
 
 def available() -> dict[str, str | None]:
     """Every registered backend → None if usable, else the reason it is not."""
     out: dict[str, str | None] = {}
-    for name, path in _MODULES.items():
+    for name, path in BACKEND_MODULES.items():
         try:
             module = importlib.import_module(path)
         except ImportError as err:  # the backend module itself imports no vendor package eagerly

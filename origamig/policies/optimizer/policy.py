@@ -5,7 +5,7 @@ each GI largest first on the lowest GPU of its class where the default GI placem
 otherwise it joins the pending queue Q. Every `check_interval_s` (10 s), if no call is running:
 an admission call when Q is non-empty, else a consolidation call for the first class whose gap
 Γ_h ≥ θ (O(1) counters). A call selects its neighborhood with Algorithm 1 (or at random), solves the
-restricted BILP, plans the migrations, and applies only a strictly better plan (`call.py`).
+restricted BILP, plans the migrations, and applies only a strictly better plan (`decision.py`).
 Complexity: an arrival is one first-fit pass O(|M|·|K|); a check is O(#classes); a call is one pass
 over the PMs plus a bounded BILP. Ties: lowest PM, GPU and start, oldest pending VM first.
 """
@@ -17,24 +17,28 @@ import random
 import statistics
 import time
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
-from origamig.bilp.backends.base import make_limits
-from origamig.datacenter import DataCenter, VmSpec
-from origamig.objective import Weights
-from origamig.policies.base import ArrivalDecision, Deferred, Placed, Rejection, Work, register
-from origamig.policies.first_fit import first_fit
-from origamig.policies.origamig.call import run_call
-from origamig.policies.origamig.neighborhood import (
+from origamig.bilp.backends.base import Limits, make_limits
+from origamig.datacenter import DataCenter
+from origamig.decision import decide
+from origamig.errors import UserError
+from origamig.neighborhood import (
     CONSOLIDATION_READINGS,
     FILL,
+    Bound,
     Bounds,
     Neighborhood,
     select_admission,
     select_consolidation,
     select_random,
 )
-from origamig.policies.origamig.triggers import Triggers
+from origamig.policies.arrival_rule import first_fit
+from origamig.policies.base import ArrivalDecision, CallStats, Deferred, Placed, Rejection, Work, register
+from origamig.policies.optimizer.triggers import Triggers
+from origamig.records import VmSpec, Weights
+from origamig.solver_registry import backend_names
 
 
 @register("origamig")
@@ -54,7 +58,7 @@ class OrigaMIG:
         work_limit: float | None = None,
         m_max: int = 16,
         n_max: int = 64,
-        bound: str = "pms",
+        bound: str = Bound.PMS,
         theta: int = 1,
         timer_s: float | None = None,
         random_neighborhoods: bool = False,
@@ -65,17 +69,17 @@ class OrigaMIG:
         check_interval_s: float = 10.0,
         consolidation: str = FILL,
     ) -> None:
-        if consolidation not in CONSOLIDATION_READINGS:
-            raise ValueError(
-                f"consolidation={consolidation!r}: choose from {', '.join(CONSOLIDATION_READINGS)}"
-            )
+        options = {k: v for k, v in locals().items() if k not in ("self", "weights")}  # the keyword arguments
+        problems = option_problems(options)
+        if problems:
+            raise UserError(problems)
         base = weights or Weights()
         if delta is not None:
             base = Weights(base.accept, base.pm, base.gpu, base.free_start, delta, base.free_start_by_profile)
         self.weights = base
         self.solver = solver
         self.limits = make_limits(solver, time_limit_s, threads, deterministic, work_limit)
-        self.bounds = Bounds(m_max=m_max, n_max=n_max, bound=bound)
+        self.bounds = Bounds(m_max=m_max, n_max=n_max, bound=Bound(bound))
         self.triggers = Triggers(theta=theta, timer_s=timer_s)
         self.random = random.Random(seed) if random_neighborhoods else None
         self.admission_calls = admission_calls
@@ -142,12 +146,13 @@ class OrigaMIG:
         if not nb.pms:
             return Work(nb.kind, frozenset(), {}, rejected=nb.rejected, applied=False, wall_s=select_s)
         work = run_call(dc, nb, self.weights, self.solver, self.limits, select_s)
+        assert work.call is not None
         self._calls[nb.kind] += 1
         self._wall.append(work.wall_s)
-        for key in ("select_s", "build_s", "compile_s", "solve_s", "decode_s", "plan_s"):
-            self._phase[key] += float(work.stats.get(key, 0.0))
-        self._status[str(work.stats.get("termination", "?"))] += 1
-        self._status[f"outcome_{work.stats.get('outcome', '?')}"] += 1
+        for key in PHASES:
+            self._phase[key] += work.phases_s.get(key, 0.0)
+        self._status[work.call.termination] += 1
+        self._status[f"outcome_{work.call.outcome}"] += 1
         return work
 
     def finished(self, dc: DataCenter, work: Work, now: float) -> None:
@@ -173,7 +178,84 @@ class OrigaMIG:
         return out
 
 
+def option_problems(options: Mapping[str, Any]) -> list[str]:
+    """One line per bad option of `OrigaMIG`, naming the option, its value and what it may be."""
+    problems = []
+
+    def need(ok: bool, key: str, what: str) -> None:
+        if not ok:
+            problems.append(f"{key}: {options[key]!r} {what}")
+
+    def number(value: Any) -> bool:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+
+    def integer(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    need(options["solver"] in backend_names(), "solver", f"is not one of {', '.join(backend_names())}")
+    need(options["bound"] in list(Bound), "bound", f"is not one of {', '.join(Bound)}")
+    for key in ("m_max", "n_max"):
+        need(integer(options[key]) and options[key] >= 1, key, "must be a positive integer")
+    need(options["threads"] is None or (integer(options["threads"]) and options["threads"] >= 1), "threads",
+         "must be a positive integer or null")  # fmt: skip
+    need(integer(options["theta"]) and options["theta"] >= 0, "theta", "must be an integer ≥ 0")
+    need(integer(options["seed"]), "seed", "must be an integer")
+    for key in ("time_limit_s", "work_limit", "timer_s"):
+        value = options[key]
+        need(value is None or (number(value) and value > 0), key, "must be a positive number or null")
+    need(number(options["check_interval_s"]) and options["check_interval_s"] > 0, "check_interval_s",
+         "must be a positive number")  # fmt: skip
+    need(options["delta"] is None or (number(options["delta"]) and options["delta"] >= 0), "delta",
+         "must be a number ≥ 0 or null")  # fmt: skip
+    for key in ("deterministic", "random_neighborhoods", "admission_calls", "consolidation_calls"):
+        need(isinstance(options[key], bool), key, "must be true or false")
+    need(options["consolidation"] in CONSOLIDATION_READINGS, "consolidation",
+         f"is not one of {', '.join(CONSOLIDATION_READINGS)}")  # fmt: skip
+    return problems
+
+
+PHASES = ("select_s", "build_s", "compile_s", "solve_s", "decode_s", "plan_s")  # of a call's wall time
+
+
+def run_call(
+    dc: DataCenter, nb: Neighborhood, weights: Weights, solver: str, limits: Limits, select_s: float = 0.0
+) -> Work:
+    """One call on neighborhood `nb` (`decision.decide`), as the Work the simulator applies.
+
+    Pending VMs of the call that an applied plan does not admit are rejected, and so are those
+    Algorithm 1 rejected outright."""
+    t0 = time.perf_counter()
+    decision = decide(dc, nb.pms, nb.pending, weights, solver, limits)
+    sol = decision.solution
+    applied = decision.applied
+    admitted = tuple(v for v in nb.pending if v in decision.changed) if applied else ()
+    rejected = tuple(v for v in nb.pending if v not in admitted) + nb.rejected
+    stats = CallStats(
+        status=decision.status,
+        changed=bool(decision.changed),
+        termination=sol.result.termination,
+        proved_optimal=sol.result.proved_optimal,
+        gpu_class=nb.gpu_class,
+        pms=len(nb.pms),
+        vms=nb.vm_count(dc),
+        gain=decision.gain,
+        detail=decision.reason,
+    )
+    return Work(
+        kind=nb.kind,
+        pms=frozenset(nb.pms),
+        target=decision.changed if applied else {},
+        admitted=admitted,
+        rejected=rejected,
+        plan=decision.plan if applied else None,
+        wall_s=select_s + (time.perf_counter() - t0),
+        modeled_s=sol.modeled_s,
+        applied=applied,
+        phases_s={"select_s": select_s, **decision.timings},
+        call=stats,
+    )
+
+
 def _class_of(work: Work, dc: DataCenter) -> str | None:
-    """The class a consolidation Work was for (recorded by the neighborhood in its stats)."""
-    h = work.stats.get("gpu_class")
-    return str(h) if h is not None else None
+    """The class a consolidation Work was for (recorded by the neighborhood in its call stats)."""
+    return work.call.gpu_class if work.call is not None else None

@@ -1,4 +1,4 @@
-"""The shared arrival rule (SPEC §3) and the pieces every baseline builds on.
+"""The shared arrival rule (docs/policies.md#arrival-rule) and the pieces every baseline builds on.
 
 Rule (`first_fit`). PMs in data-center order; a PM is a candidate when it is not in `locked`, carries
 a GPU of the VM's class and has enough free CPU and RAM. On a candidate, the VM's GIs go one at a
@@ -21,8 +21,9 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from origamig.catalog import GpuModel, Profile
-from origamig.datacenter import MILLI, NO_GPU_CLASS, DataCenter, GiSlot, Placement, PmSpec, VmSpec
+from origamig.datacenter import DataCenter
 from origamig.policies.base import Rejection
+from origamig.records import MILLI, NO_GPU_CLASS, GiSlot, Placement, PmSpec, VmSpec
 
 PmFit = Callable[[DataCenter, int, VmSpec, tuple[int, ...]], "tuple[Any, Placement] | None"]
 
@@ -93,7 +94,7 @@ def default_fit_on_pm(dc: DataCenter, j: int, vm: VmSpec, order: tuple[int, ...]
 
 
 def first_fit(dc: DataCenter, vm: VmSpec, locked: frozenset[int] = frozenset()) -> Placement | Rejection:
-    """SPEC §3's arrival rule: the first candidate PM where every GI gets a default placement."""
+    """The arrival rule: the first candidate PM where every GI gets a default placement."""
     order = gi_order(vm)
     for j in candidate_pms(dc, vm, locked):
         pl = default_fit_on_pm(dc, j, vm, order)

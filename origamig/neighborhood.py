@@ -25,9 +25,10 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 
-from origamig.datacenter import NO_GPU_CLASS, DataCenter, VmSpec
-from origamig.objective import Weights
+from origamig.datacenter import DataCenter
+from origamig.records import NO_GPU_CLASS, VmSpec, Weights
 
 
 @dataclass(frozen=True)
@@ -44,18 +45,28 @@ class Neighborhood:
         return sum(dc.vm_count(j) for j in self.pms) + len(self.pending)
 
 
+class Bound(StrEnum):
+    """What bounds a neighborhood."""
+
+    PMS = "pms"  # M_max PMs and N_max VMs (the paper's)
+    VMS = "vms"  # N_max VMs only, and `pm_cap` PMs as a safety cap (paper §7's proposal)
+
+
 @dataclass(frozen=True)
 class Bounds:
     """Neighborhood limits: M_max PMs and N_max VMs (paper: 16 and 64), or VMs only."""
 
     m_max: int = 16
     n_max: int = 64
-    bound: str = "pms"  # "pms": M_max and N_max; "vms": N_max only (paper §7's proposal)
+    bound: Bound = Bound.PMS
     pm_cap: int = 256
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "bound", Bound(self.bound))  # ValueError on anything else
 
     @property
     def pm_limit(self) -> int:
-        return self.m_max if self.bound == "pms" else self.pm_cap
+        return self.m_max if self.bound is Bound.PMS else self.pm_cap
 
 
 def _sorted_gis(vm: VmSpec) -> list:

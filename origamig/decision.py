@@ -1,0 +1,122 @@
+"""One call's decision, shared by the OrigaMIG policy and `origamig solve` (docs/policies.md#decision).
+
+A call optimizes a neighborhood — its PMs M̂ and the pending VMs it may admit — without touching the
+state it reads:
+1. the restricted BILP (`bilp.solve_region`) proposes a placement of the VMs of M̂ and the pending ones;
+2. when some VM changes place, the executor orders the moves into a plan (`executor.plan_migrations`);
+   when it finds none, the status is `plan_infeasible`;
+3. the referee (`objective.evaluate`, Eq. 5 over M̂ and N̂, the VMs of M̂ plus the pending ones) scores
+   the proposed and the current placement; the plan's parking moves cost δ_i each inside a PM and
+   2δ_i between PMs (`parking_cost`, from the plan's typed moves);
+4. the plan is applied only when proposed − parking cost − current exceeds `STRICTLY_BETTER`.
+Everything outside the neighborhood keeps its place, so it adds the same constant to both sides:
+the decision over M̂ and N̂ is the decision over the whole data center.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+
+from origamig.bilp import Limits, RegionSolution, solve_region
+from origamig.datacenter import DataCenter
+from origamig.executor import plan_migrations
+from origamig.objective import Objective, evaluate
+from origamig.plan import Infeasible, Plan
+from origamig.records import Placement, VmSpec, Weights
+
+STRICTLY_BETTER = 1e-6  # the gain in Eq. (5) units a plan must exceed to be applied
+
+
+class Status(StrEnum):
+    """What a call did: applied a strictly better plan, changed nothing, or found no valid plan."""
+
+    IMPROVED = "improved"
+    UNCHANGED = "unchanged"  # the solution keeps every VM in place, or it is not strictly better
+    PLAN_INFEASIBLE = "plan_infeasible"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One decided call: the solver's answer, its plan, both sides of the referee and the status.
+
+    `changed` holds the VMs the solution moves or admits, at their new place. `before`/`after` (Eq. 5
+    over the neighborhood for the current and the proposed placement) are None unless a plan was found.
+    """
+
+    status: Status
+    solution: RegionSolution
+    changed: Mapping[str, Placement]
+    plan: Plan | None = None
+    before: Objective | None = None
+    after: Objective | None = None
+    parking_cost: float = 0.0
+    reason: str = ""
+    timings: Mapping[str, float] = field(default_factory=dict)  # build_s … decode_s, plan_s
+
+    @property
+    def applied(self) -> bool:
+        return self.status is Status.IMPROVED
+
+    @property
+    def gain(self) -> float | None:
+        """Eq. (5) after − parking cost − Eq. (5) before (None when no plan was found)."""
+        if self.before is None or self.after is None:
+            return None
+        return self.after.value - self.parking_cost - self.before.value
+
+
+def parking_cost(plan: Plan, vms: Mapping[str, VmSpec], weights: Weights) -> float:
+    """δ_i per parking move inside a PM, 2δ_i per parking move between PMs (`vms`: the running VMs)."""
+    return sum(weights.delta(vms[m.vm]) * (2 if m.inter_pm else 1) for m in plan.moves if m.parking)
+
+
+def referee(
+    dc: DataCenter,
+    pms: Sequence[int],
+    pending: Sequence[str],
+    changed: Mapping[str, Placement],
+    weights: Weights,
+) -> tuple[Objective, Objective]:
+    """Eq. (5) over the neighborhood (PMs `pms`, their VMs and `pending`) now and after `changed`."""
+    region_vms = [v for j in pms for v in dc.vms_on(j)] + list(pending)
+    vms = {**dc.vms, **{v: dc.pending[v] for v in pending}}
+    new = {**dc.placement, **changed}
+    before = evaluate(dc.pms, vms, dc.placement, dc.placement, weights, pms, region_vms)
+    after = evaluate(dc.pms, vms, new, dc.placement, weights, pms, region_vms)
+    return before, after
+
+
+def decide(
+    dc: DataCenter,
+    pms: Sequence[int],
+    pending: Sequence[str],
+    weights: Weights,
+    solver: str = "highs",
+    limits: Limits = Limits(),  # noqa: B008 — frozen record
+) -> Decision:
+    """Solve the neighborhood (`pms`, `pending`), plan, referee, decide; never mutates `dc`."""
+    sol = solve_region(dc, pms, pending, weights, solver=solver, limits=limits)
+    t_solved = time.perf_counter()
+    decision = _judge(dc, pms, pending, weights, sol)
+    return replace(decision, timings={**sol.timings, "plan_s": time.perf_counter() - t_solved})
+
+
+def _judge(
+    dc: DataCenter, pms: Sequence[int], pending: Sequence[str], weights: Weights, sol: RegionSolution
+) -> Decision:
+    changed = {v: pl for v, pl in sol.target.items() if dc.placement.get(v) != pl}
+    if not changed:
+        return Decision(Status.UNCHANGED, sol, changed, reason="the solution keeps every VM where it is")
+    plan = plan_migrations(dc, changed)
+    if isinstance(plan, Infeasible):
+        return Decision(Status.PLAN_INFEASIBLE, sol, changed, reason=plan.reason)
+    before, after = referee(dc, pms, pending, changed, weights)
+    cost = parking_cost(plan, dc.vms, weights)
+    gain = after.value - cost - before.value
+    status = Status.IMPROVED if gain > STRICTLY_BETTER else Status.UNCHANGED
+    return Decision(
+        status, sol, changed, plan, before, after, cost, f"gain {gain:.3g} after a parking cost of {cost:g}"
+    )

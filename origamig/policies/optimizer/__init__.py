@@ -1,0 +1,1 @@
+"""The OrigaMIG policy (registry name "origamig"): arrival rule, triggers, calls (`decision.py`)."""
