@@ -7,7 +7,9 @@ while migrating less, and which of its variants move that margin? Rows:
 - `origamig`: the policy as shipped (Algorithm 1 as written, docs/policies.md#algorithm-1);
 - `sources`: the earlier reading of Algorithm 1 (no consolidation call unless a source can be emptied);
 - further rows (`ROW_OPTIONS`) try what the paper proposes or leaves open: neighborhoods bounded by
-  VMs, a larger or adaptive neighborhood, ...
+  VMs (`vms`), a larger neighborhood (`mmax-24`), sources beyond M_max/2 allowed to receive (`spill`:
+  as written, Algorithm 1 leaves them out of both S and R), and consolidation calls that rotate
+  through the class's receivers before silencing it (`rotate`).
 
 Each row is OrigaMIG with some options; every cell runs the same requests per seed. Prints a table
 with means ± 95% CIs, the paired count "fewer active PMs than TC" and the migration ratio to TC,
@@ -44,6 +46,9 @@ ROW_OPTIONS: dict[str, dict[str, Any]] = {
     "sources": {"consolidation": "sources"},
     "vms": {"bound": "vms"},
     "mmax-24": {"m_max": 24, "n_max": 96},
+    "spill": {"spill": True},
+    "rotate": {"rotate": True},
+    "spill-rotate": {"spill": True, "rotate": True},
 }
 LABELS = {
     "ff": "FF",
@@ -52,6 +57,9 @@ LABELS = {
     "sources": "OrigaMIG, consolidation only with a source (earlier reading)",
     "vms": "OrigaMIG, bound=vms (N_max only)",
     "mmax-24": "OrigaMIG, M_max = 24, N_max = 96",
+    "spill": "OrigaMIG, sources beyond M_max/2 may receive",
+    "rotate": "OrigaMIG, rotating receivers before silencing a class",
+    "spill-rotate": "OrigaMIG, spill + rotate",
 }
 SHOW = (
     "acceptance",

@@ -270,8 +270,14 @@ def select_consolidation(
     bounds: Bounds,
     locked: frozenset[int] = frozenset(),
     reading: str = FILL,
+    visited: frozenset[int] = frozenset(),
+    spill: bool = False,
 ) -> Neighborhood:
     """Algorithm 1, ConsolidationCall(h).
+
+    `visited`: receivers to pass over (the rotating variant: PMs that earlier calls since the last
+    change already held; sources are kept). `spill`: sources beyond the M_max/2 kept in S may serve
+    as receivers (as written, R holds only PMs that failed the source filter).
 
     `FILL` (default): line 20 fills M̂ with the kept sources, then the receivers, before the loop of
     lines 21-22, and that loop only shrinks S — so the call runs on up to M_max active PMs of the class
@@ -288,7 +294,6 @@ def select_consolidation(
     receivers = [j for j in members if j not in source_set]
     if gpu_class != NO_GPU_CLASS:
         receivers += [j for j in dc.class_pms.get(NO_GPU_CLASS, []) if dc.is_active(j) and j not in locked]
-    receivers.sort(key=lambda j: (-_free_memory_slices(dc, j), -dc.free_cpu_m(j), j))
     b = _Builder(dc, bounds)
     kept_sources: list[int] = []
     for j in sources:
@@ -296,6 +301,10 @@ def select_consolidation(
             break
         if b.add(j):
             kept_sources.append(j)
+    if spill:
+        receivers += [j for j in sources if j not in b.chosen]
+    receivers = [j for j in receivers if j not in visited]
+    receivers.sort(key=lambda j: (-_free_memory_slices(dc, j), -dc.free_cpu_m(j), j))
     kept_receivers: list[int] = []
     for j in receivers:
         if b.full:

@@ -331,3 +331,57 @@ def test_a30_class_consolidation_is_separate():
     assert dc.gamma("30") == 1 and dc.gamma("100") == 0
     nb = select_consolidation(dc, "30", Weights(), Bounds())
     assert set(nb.pms) == {0, 1}
+
+
+def stuck_a100_state(pms: int = 4) -> DataCenter:
+    """A100 PMs with a 4g.20gb VM on each GPU: a 4g.20gb may only start at slice 0, so no GI can move
+    anywhere and no call can change anything (Γ_100 = pms). pm0 is worth emptying (the only source);
+    the others also hold two VMs without GIs, which makes emptying them cost more than it saves."""
+    dc = DataCenter([pm(f"pm{j}", gpus=(A100, A100)) for j in range(pms)])
+    for j in range(pms):
+        for k in range(2):
+            put(dc, vm(f"v{j}{k}", "4g.20gb"), j, (k, 0))
+        if j:
+            for n in range(2):
+                put(dc, VmSpec(f"c{j}{n}", cores_to_m(4), gb_to_mb(16), ()), j)
+    return dc
+
+
+def _calls(policy, dc: DataCenter, checks: int) -> list[frozenset[int] | None]:
+    seen: list[frozenset[int] | None] = []
+    for n in range(checks):
+        work = policy.work(dc, 10.0 * (n + 1))
+        seen.append(None if work is None else work.pms)
+        if work is not None:
+            assert not work.applied
+            policy.finished(dc, work, 10.0 * (n + 1))
+    return seen
+
+
+def test_rotating_consolidation_visits_every_receiver_before_silencing_the_class():
+    dc = stuck_a100_state()
+    plain = _calls(make_policy("origamig", solver="highs", threads=1, m_max=2), dc, 3)
+    assert plain[0] is not None and plain[1:] == [None, None]  # silenced after one unchanged call
+    rotating = _calls(make_policy("origamig", solver="highs", threads=1, m_max=2, rotate=True), dc, 5)
+    # One source (M_max/2 = 1) with a new receiver each time, then nothing new: silenced.
+    assert rotating[3:] == [None, None]
+    hoods = rotating[:3]
+    assert all(h is not None and len(h) == 2 for h in hoods)
+    assert all(0 in h for h in hoods) and set().union(*hoods) == {0, 1, 2, 3}
+    # A departure starts the rotation over.
+    policy = make_policy("origamig", solver="highs", threads=1, m_max=2, rotate=True)
+    _calls(policy, dc, 4)
+    dc.remove("v30")
+    policy.depart(dc, "v30", 50.0)
+    assert policy.work(dc, 60.0) is not None
+
+
+def test_spill_lets_sources_not_kept_in_s_receive():
+    dc = consolidation_state()  # two PMs, one small VM each: both are sources
+    bounds = Bounds(m_max=2, n_max=64)  # at most M_max/2 = 1 source is kept
+    assert select_consolidation(dc, "100", Weights(), bounds).pms == (0,)  # R holds non-sources only
+    assert select_consolidation(dc, "100", Weights(), bounds, spill=True).pms == (0, 1)
+    work = make_policy("origamig", solver="highs", threads=1, m_max=2, spill=True).work(dc, 10.0)
+    assert work is not None and work.applied
+    apply_work(dc, work)
+    assert check(dc) == [] and dc.active_pms == 1
