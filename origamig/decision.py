@@ -9,6 +9,9 @@ state it reads:
    the proposed and the current placement; the plan's parking moves cost δ_i each inside a PM and
    2δ_i between PMs (`parking_cost`, from the plan's typed moves);
 4. the plan is applied only when proposed − parking cost − current exceeds `STRICTLY_BETTER`.
+When nothing is applied, the status says whether that is known: `unchanged` when the solver proved
+its answer optimal, `stopped_at_limit` when it stopped at a limit first (a better plan may exist),
+`solver_error` when it failed (its answer is not used at all).
 Everything outside the neighborhood keeps its place, so it adds the same constant to both sides:
 the decision over M̂ and N̂ is the decision over the whole data center.
 """
@@ -21,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from origamig.bilp import Limits, RegionSolution, solve_region
+from origamig.bilp.backends.base import ERROR, INFEASIBLE
 from origamig.datacenter import DataCenter
 from origamig.executor import plan_migrations
 from origamig.objective import Objective, evaluate
@@ -31,10 +35,13 @@ STRICTLY_BETTER = 1e-6  # the gain in Eq. (5) units a plan must exceed to be app
 
 
 class Status(StrEnum):
-    """What a call did: applied a strictly better plan, changed nothing, or found no valid plan."""
+    """What a call did: applied a strictly better plan, found nothing strictly better (with proof, or
+    because the solver stopped at a limit first), found no valid plan, or the solver failed."""
 
-    IMPROVED = "improved"
-    UNCHANGED = "unchanged"  # the solution keeps every VM in place, or it is not strictly better
+    IMPROVED = "improved"  # applied, proved optimal or not (the solution says which)
+    UNCHANGED = "unchanged"  # the proved optimum keeps every VM in place, or it is not strictly better
+    STOPPED_AT_LIMIT = "stopped_at_limit"  # stopped at a time/work/gap limit without proof, nothing better
+    SOLVER_ERROR = "solver_error"  # the solver failed; its answer is not used (reason in `reason`)
     PLAN_INFEASIBLE = "plan_infeasible"
 
 
@@ -107,16 +114,21 @@ def decide(
 def _judge(
     dc: DataCenter, pms: Sequence[int], pending: Sequence[str], weights: Weights, sol: RegionSolution
 ) -> Decision:
+    result = sol.result
+    if result.termination in (ERROR, INFEASIBLE):  # the start is always feasible: "infeasible" is a failure
+        why = result.reason or f"the solver ended with termination {result.termination!r}"
+        return Decision(Status.SOLVER_ERROR, sol, {}, reason=why)
+    not_better = Status.UNCHANGED if result.proved_optimal else Status.STOPPED_AT_LIMIT
     changed = {v: pl for v, pl in sol.target.items() if dc.placement.get(v) != pl}
     if not changed:
-        return Decision(Status.UNCHANGED, sol, changed, reason="the solution keeps every VM where it is")
+        return Decision(not_better, sol, changed, reason="the solution keeps every VM where it is")
     plan = plan_migrations(dc, changed)
     if isinstance(plan, Infeasible):
         return Decision(Status.PLAN_INFEASIBLE, sol, changed, reason=plan.reason)
     before, after = referee(dc, pms, pending, changed, weights)
     cost = parking_cost(plan, dc.vms, weights)
     gain = after.value - cost - before.value
-    status = Status.IMPROVED if gain > STRICTLY_BETTER else Status.UNCHANGED
+    status = Status.IMPROVED if gain > STRICTLY_BETTER else not_better
     return Decision(
         status, sol, changed, plan, before, after, cost, f"gain {gain:.3g} after a parking cost of {cost:g}"
     )

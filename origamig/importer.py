@@ -65,28 +65,93 @@ class FoundGi:
 
 @dataclass(frozen=True)
 class HostState:
-    """The GIs of one host and how many GPUs it has (None: infer from the GIs)."""
+    """The GIs of one host and how many GPUs it has (None: unknown, which `build_entries` refuses:
+    `-lgi` lists only the GPUs that have GPU instances, so the count is never guessed)."""
 
     host: str
     gis: tuple[FoundGi, ...]
     gpus: int | None = None
 
 
+_BORDER = re.compile(r"^\+-[-+]*\+$")  # +-----+
+_RULE = re.compile(r"^\|=+\|$")  # |=====|
+_HEADERS = (
+    re.compile(r"^gpu instances:$"),
+    re.compile(r"^gpu\s+name\s+profile\s+instance\s+placement$"),
+    re.compile(r"^id\s+id\s+start:size$"),
+)
+_NONE_FOUND = re.compile(r"^no gpu instances found\b", re.IGNORECASE)
+_WHAT = "not `nvidia-smi mig -lgi` output"
+
+
+def _shown(line: str) -> str:
+    text = line.strip()
+    return repr(text if len(text) <= 60 else text[:57] + "...")
+
+
+def _refusal(source: str, n: int, line: str) -> str:
+    """Why a line that belongs to no `-lgi` listing is refused (a few failures nvidia-smi prints)."""
+    low = line.lower()
+    if "nvidia-smi has failed" in low or "couldn't communicate with the nvidia driver" in low:
+        return f"{source}:{n}: nvidia-smi failed on this host, no MIG state to import: {_shown(line)}"
+    if "no mig-enabled devices" in low or "not supported" in low:
+        return f"{source}:{n}: the host reports no MIG-enabled GPU: {_shown(line)}"
+    return f"{source}:{n}: {_WHAT} (expected its GPU-instance table): {_shown(line)}"
+
+
 def parse_lgi(text: str, source: str) -> list[FoundGi]:
-    """The rows of `nvidia-smi mig -lgi` output; `SnapshotError` naming file:line for a garbled row."""
+    """The rows of `nvidia-smi mig -lgi` output; `SnapshotError` naming file:line for anything else.
+
+    Accepted: the table (borders, the three header lines, the `====` rule, then rows, closed by a
+    border) or the `No GPU instances found` message, with blank lines and the echoed command
+    (`$ nvidia-smi mig -lgi`) around it. The first line that is neither is refused, as is an empty
+    file or a table cut off before its closing border.
+    """
     out: list[FoundGi] = []
-    problems: list[str] = []
+    seen: dict[tuple[int, int], int] = {}  # (GPU, GI ID) → line
+    in_rows = none_found = has_header = False
+    last = ""
     for n, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or (stripped[0] in "$#" and "nvidia-smi" in stripped):
+            continue
+        last = stripped
+        inner = " ".join(stripped.strip("|").split()).lower()
+        if _BORDER.match(stripped):
+            continue
+        if _NONE_FOUND.match(stripped) and not has_header:
+            none_found = True
+            continue
+        if _RULE.match(stripped) and has_header and not in_rows:
+            in_rows = True
+            continue
+        if stripped.startswith("|") and any(h.match(inner) for h in _HEADERS) and not in_rows:
+            has_header = True
+            continue
         m = _ROW.match(line)
-        if m:
+        if m and in_rows:
             gpu, name, pid, gid, start, size = m.groups()
+            key = (int(gpu), int(gid))
+            if key in seen:
+                raise SnapshotError(
+                    f"{source}:{n}: GI ID {gid} of GPU {gpu} is also listed on line {seen[key]}"
+                )
+            seen[key] = n
             out.append(
                 FoundGi(f"{source}:{n}", int(gpu), int(start), int(size), name, int(pid), None, int(gid))
             )
-        elif re.match(r"^\|\s*\d+\s+MIG\b", line):
-            problems.append(f"{source}:{n}: cannot read this GPU-instance row: {line.strip()!r}")
-    if problems:
-        raise SnapshotError(problems)
+            continue
+        if in_rows and re.match(r"^\|\s*\d+\s+MIG\b", stripped):
+            raise SnapshotError(f"{source}:{n}: cannot read this GPU-instance row: {_shown(line)}")
+        raise SnapshotError(_refusal(source, n, line))
+    if not last:
+        raise SnapshotError(f"{source}: empty: {_WHAT}")
+    if none_found and has_header:
+        raise SnapshotError(f"{source}: {_WHAT}: a GPU-instance table and 'No GPU instances found' together")
+    if not none_found and not in_rows:
+        raise SnapshotError(f"{source}: {_WHAT}: no GPU-instance table (header and ==== rule) found")
+    if in_rows and not _BORDER.match(last):
+        raise SnapshotError(f"{source}: the GPU-instance table ends without its closing border (cut off?)")
     return out
 
 
@@ -194,10 +259,16 @@ def build_entries(
     problems: list[str] = []
     for host in hosts:
         model = choose_model(host.gis, catalog, opts.gpu_model, host.host)
-        count = host.gpus if host.gpus is not None else max((gi.gpu + 1 for gi in host.gis), default=1)
-        if host.gpus is not None and any(gi.gpu >= host.gpus for gi in host.gis):
+        count = host.gpus
+        if count is None:
             problems.append(
-                f"{host.host}: a GI is on GPU {max(gi.gpu for gi in host.gis)} but --gpus is {count}"
+                f"{host.host}: GPU count unknown (`nvidia-smi mig -lgi` lists only GPUs with GPU instances);"
+                f" pass --gpus N or --gpus {host.host}=N"
+            )
+            continue
+        if any(gi.gpu >= count for gi in host.gis):
+            problems.append(
+                f"{host.host}: a GI is on GPU {max(gi.gpu for gi in host.gis)} but the host has {count} GPUs"
             )
             continue
         pms.append(

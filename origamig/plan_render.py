@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
+from typing import Any
 
 from rich.console import Group
 from rich.table import Table
@@ -14,18 +15,29 @@ from rich.text import Text
 
 from origamig.datacenter import DataCenter
 from origamig.plan import CreateGi, DestroyGi, Migrate, Plan, PowerOff, PowerOn, Step
+from origamig.plan_explain import MoveNote
 from origamig.records import VmSpec
 
 
-def plan_table(plan: Plan) -> Group:
-    """A rich renderable: a table of the steps, then the cost on one line."""
+def plan_table(plan: Plan, moves: Sequence[MoveNote] = ()) -> Group:
+    """A rich renderable: a table of the steps, the moves with their reasons (when given), the cost."""
     t = Table(title="migration plan", show_lines=False)
     t.add_column("#", justify="right")
-    for name in ("op", "vm", "where", ""):
+    for name in ("op", "vm", "where", "parking"):
         t.add_column(name)
     for n, s in enumerate(plan.steps):
         t.add_row(str(n), s.op, getattr(s, "vm", ""), _where(s), "parking" if s.parking else "")
-    return Group(t, Text(f"cost: {plan.cost.describe()}"))
+    parts: list[Any] = [t]
+    if moves:
+        m = Table(title="why each move", show_lines=False)
+        for name, justify in (("step", "right"), ("vm", "left"), ("from", "left"), ("to", "left")):
+            m.add_column(name, justify=justify)
+        m.add_column("why")
+        for note in moves:
+            m.add_row(str(note.step), note.vm, note.describe_from(), note.describe_to(), note.why)
+        parts.append(m)
+    parts.append(Text(f"cost: {plan.cost.describe()}"))
+    return Group(*parts)
 
 
 def _where(s: Step) -> str:
@@ -94,23 +106,33 @@ def _vm_spec(dc: DataCenter, vm_id: str) -> VmSpec:
     return vm
 
 
-def render_shell(steps: Sequence[Step], dc: DataCenter) -> str:
+def _comment(text: str) -> str:
+    """`text` safe inside a `#` comment: ids come from the snapshot, and a newline would end it."""
+    return "".join(c if c.isprintable() else "?" for c in text)
+
+
+def render_shell(steps: Sequence[Step], dc: DataCenter, moves: Sequence[MoveNote] = ()) -> str:
     """A POSIX shell script that prints (or, with ORIGAMIG_EXECUTE=1, runs) each step's commands.
 
-    `dc` resolves the profiles of the plan's VMs (running or pending) to their nvidia-smi ids.
+    `dc` resolves the profiles of the plan's VMs (running or pending) to their nvidia-smi ids;
+    `moves` (from `plan_explain.explain`) add each move's from/to and reason as comments.
     """
     q = shlex.quote
+    why = {m.step: m for m in moves}
     lines = [_SHELL_HEADER]
     for n, s in enumerate(steps):
         tag = " (parking)" if s.parking else ""
         lines.append(f"# step {n}: {s.op}{tag}")
+        if n in why:
+            m = why[n]
+            lines.append(_comment(f"# {m.vm}: {m.describe_from()} -> {m.describe_to()}; why: {m.why}"))
         if isinstance(s, PowerOn | PowerOff):
             lines.append(f"power {q(s.pm)} {'on' if isinstance(s, PowerOn) else 'off'}")
         elif isinstance(s, CreateGi | DestroyGi):
             prof = _vm_spec(dc, s.vm).gis[s.gi]
             pid = str(prof.nvidia_smi_id) if prof.nvidia_smi_id is not None else prof.name
             last = s.start + prof.memory_slices - 1
-            lines.append(f"# GI {s.gi} of {s.vm}: {prof.name} at slices {s.start}..{last}")
+            lines.append(_comment(f"# GI {s.gi} of {s.vm}: {prof.name} at slices {s.start}..{last}"))
             if isinstance(s, CreateGi):
                 lines.append(f"on {q(s.pm)} nvidia-smi mig -i {s.gpu} -cgi {q(pid)}:{s.start}")
             else:

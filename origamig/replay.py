@@ -25,7 +25,7 @@ a separate record (so a GI created before its VM arrives holds slices but no CPU
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -173,6 +173,69 @@ def _describe(step: Any) -> str:
         if key in step:
             parts.append(f"{key}={step[key]}")
     return " ".join(parts)
+
+
+# --- well-formedness -------------------------------------------------------------------------------
+# The fields of each op (docs/formats.md#plan) and their JSON types; `parking` (true/false) is optional.
+STEP_FIELDS: dict[str, dict[str, type]] = {
+    "power_on": {"pm": str},
+    "power_off": {"pm": str},
+    "create_gi": {"vm": str, "gi": int, "pm": str, "gpu": int, "start": int},
+    "destroy_gi": {"vm": str, "gi": int, "pm": str, "gpu": int, "start": int},
+    "migrate": {"vm": str, "from": str, "to": str},
+    "start": {"vm": str, "pm": str},
+}
+_PM_FIELDS = ("pm", "from", "to")
+
+
+def malformed_steps(
+    steps: Sequence[Any], pm_ids: Collection[str], vm_ids: Collection[str], where: str = "plan"
+) -> list[str]:
+    """Problems that make `steps` no plan of this data center at all, one line each: a step that is
+    not an object, an unknown op, a missing or mistyped field, a negative index, and — one line per
+    name — each VM or PM that the data center does not have (a plan made for another snapshot).
+    An empty list means every step can be replayed; the replay then judges the rules."""
+    problems: list[str] = []
+    unknown: dict[tuple[str, str], list[int]] = {}
+    for i, step in enumerate(steps):
+        at = f"{where}[{i}]"
+        if not isinstance(step, Mapping):
+            problems.append(f'{at}: expected an object with "op", got {_short(step)}')
+            continue
+        op = step.get("op")
+        fields = STEP_FIELDS.get(op) if isinstance(op, str) else None
+        if fields is None:
+            problems.append(f"{at}.op: {_short(op)} is not one of {', '.join(STEP_FIELDS)}")
+            continue
+        for key, kind in fields.items():
+            value = step.get(key)
+            if key not in step:
+                problems.append(f"{at}.{key}: missing ({op} needs {', '.join(fields)})")
+            elif isinstance(value, bool) or not isinstance(value, kind):
+                problems.append(f"{at}.{key}: expected {_KIND_NAMES[kind]}, got {_short(value)}")
+            elif kind is int and value < 0:
+                problems.append(f"{at}.{key}: {value} is negative")
+            elif key == "vm" and value not in vm_ids:
+                unknown.setdefault(("VM", value), []).append(i)
+            elif key in _PM_FIELDS and value not in pm_ids:
+                unknown.setdefault(("PM", value), []).append(i)
+        if "parking" in step and not isinstance(step["parking"], bool):
+            problems.append(f"{at}.parking: expected true or false, got {_short(step['parking'])}")
+    for (kind, name), at_steps in unknown.items():
+        more = f" and {len(at_steps) - 1} more step(s)" if len(at_steps) > 1 else ""
+        problems.append(
+            f"{where}[{at_steps[0]}]: unknown {kind} {name!r}, not in the snapshot (named by step "
+            f"{at_steps[0]}{more}; was the plan made for another snapshot?)"
+        )
+    return problems
+
+
+_KIND_NAMES = {str: "a string", int: "an integer"}
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 # --- step rules ------------------------------------------------------------------------------------

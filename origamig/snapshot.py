@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from typing import Any
 from origamig.catalog import Catalog, GpuModel, default_catalog
 from origamig.datacenter import DataCenter
 from origamig.errors import SnapshotError
+from origamig.json_text import parse_json_text
 from origamig.records import Placement, PmSpec, VmSpec, Weights
 from origamig.snapshot_reader import SNAPSHOT_VERSION, read_document, show
 
@@ -44,6 +46,7 @@ __all__ = [
     "show",
     "snapshot_document",
     "write_json_atomic",
+    "write_text_atomic",
 ]
 
 
@@ -81,23 +84,13 @@ def load_snapshot(path: str | Path, catalog: Catalog | None = None) -> Snapshot:
 
 
 def read_json(path: str | Path) -> Any:
-    """Parse a JSON file strictly (no NaN/Infinity); errors name the file, line and column."""
+    """Parse a JSON file strictly (no NaN/Infinity, bounded nesting); errors name file, line and column."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SnapshotError(f"{path}: cannot read ({exc.__class__.__name__}: {exc})") from None
 
-    def _reject(token: str) -> Any:
-        raise ValueError(f"{token} is not valid JSON")
-
-    try:
-        return json.loads(text, parse_constant=_reject)
-    except json.JSONDecodeError as exc:
-        raise SnapshotError(
-            f"{path}: not valid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})"
-        ) from None
-    except ValueError as exc:
-        raise SnapshotError(f"{path}: not valid JSON: {exc}") from None
+    return parse_json_text(text, str(path), SnapshotError)
 
 
 def parse_snapshot(doc: Any, catalog: Catalog | None = None) -> Snapshot:
@@ -150,17 +143,27 @@ def snapshot_document(
     return doc
 
 
-def write_json_atomic(path: str | Path, data: Any) -> None:
-    """Write `data` as JSON to `path` through a temp file in the same directory and a rename."""
+def write_json_atomic(path: str | Path, data: Any, indent: int = 2) -> None:
+    """Write `data` as JSON to `path` atomically (see `write_text_atomic`)."""
+    write_text_atomic(path, json.dumps(data, indent=indent) + "\n")
+
+
+def write_text_atomic(path: str | Path, text: str, new_mode: int = 0o666) -> None:
+    """Write `text` to `path` through a temp file in the same directory and a rename.
+
+    The file gets the mode of the file it replaces, or — a new file — `new_mode` less the umask
+    (a temp file alone would be 0600), so that `--out` behaves like a shell redirection; a script
+    is written with `new_mode=0o777`.
+    """
     target = Path(path)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
     except OSError as exc:
         raise SnapshotError(f"{path}: cannot write ({exc.strerror or exc})") from None
     try:
+        os.fchmod(fd, _mode_for(target, new_mode))
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2)
-            fh.write("\n")
+            fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)
@@ -170,3 +173,14 @@ def write_json_atomic(path: str | Path, data: Any) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _mode_for(target: Path, new_mode: int = 0o666) -> int:
+    """The permission bits a file written to `target` should get (see `write_text_atomic`)."""
+    try:
+        return stat.S_IMODE(target.stat().st_mode)
+    except OSError:
+        pass
+    mask = os.umask(0o022)  # reading the umask means setting it; put it back at once
+    os.umask(mask)
+    return new_mode & ~mask

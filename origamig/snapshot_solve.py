@@ -12,17 +12,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from origamig.bilp import Limits, RegionSolution
+from origamig.bilp import Limits, RegionSolution, SolveResult
+from origamig.bilp.backends.base import GAP_LIMIT, GUARD_KILLED, INTERRUPTED, TIME_LIMIT, WORK_LIMIT
 from origamig.check import check_placement
 from origamig.datacenter import DataCenter
-from origamig.decision import Status, decide
+from origamig.decision import Decision, Status, decide
 from origamig.errors import UserError
+from origamig.fit import no_fit_reason
 from origamig.neighborhood import Bounds, select_admission, select_consolidation
 from origamig.objective import Objective, evaluate
 from origamig.plan import Plan, PowerOff
+from origamig.plan_explain import MoveNote, explain
 from origamig.records import Placement, PmSpec, Weights
 from origamig.snapshot import Snapshot, placement_json, snapshot_document
 
@@ -64,6 +67,9 @@ class Outcome:
     infeasible_reason: str | None
     placement: Mapping[str, Placement]  # the output state (every running VM)
     pms_out: tuple[PmSpec, ...]  # PMs with `powered_off` as after the plan
+    reasons: Mapping[str, str] = field(default_factory=dict)  # why each rejected or waiting VM is so
+    note: str = ""  # the status in one sentence (what happened, and what it means for the state)
+    moves: tuple[MoveNote, ...] = ()  # each migrate/start of the plan: from where to where, and why
 
     @property
     def gain(self) -> float:
@@ -81,6 +87,9 @@ class Outcome:
             "bound": _num(res.bound) if res else None,
             "gap": res.gap if res else None,
             "wall_s": res.wall_s if res else 0.0,
+            "stopped_at_limit": bool(res and res.termination in STOPPED_AT),
+            "guard": res.guard if res else "",
+            "reason": res.reason if res else "",
         }
         if self.solution:
             solver |= {
@@ -90,9 +99,12 @@ class Outcome:
             }
         return {
             "status": self.status,
+            "status_reason": self.note,
             "admitted": list(self.admitted),
             "rejected": list(self.rejected),
             "waiting": list(self.waiting),
+            "rejected_reasons": {v: self.reasons[v] for v in self.rejected},
+            "waiting_reasons": {v: self.reasons[v] for v in self.waiting},
             "objective": {
                 "before": _num(self.before.value),
                 "after": _num(self.after.value),
@@ -104,6 +116,7 @@ class Outcome:
             },
             "solver": solver,
             "plan": self.plan.to_json() if self.plan else [],
+            "moves": [m.to_dict() for m in self.moves],
             "plan_cost": self.plan.cost.to_dict() if self.plan else None,
             "plan_infeasible_reason": self.infeasible_reason,
             "placement": placement_json(self.pms_out, self.placement),
@@ -168,13 +181,12 @@ def solve_snapshot(
     current = dict(dc.placement)
     vms = dict(snap.vms)
     before = evaluate(dc.pms, vms, current, current, w)
-    waiting = tuple(v for v in dc.pending if v not in scope.pending and v not in scope.rejected)
     unchanged = Outcome(
         status=Status.UNCHANGED,
         scope=scope,
         admitted=(),
-        rejected=scope.pending + scope.rejected,
-        waiting=waiting,
+        rejected=(),
+        waiting=(),
         before=before,
         after=before,
         proposed=None,
@@ -186,20 +198,21 @@ def solve_snapshot(
         pms_out=snap.pms,
     )
     if not scope.pms and not scope.pending:
-        return unchanged
+        return _with_pending(snap, unchanged, None, f"nothing to optimize: {scope.note}")
     decision = decide(dc, scope.pms, scope.pending, w, solver, limits)
     sol = decision.solution
     proposed_placement = {**current, **sol.target}
     tried = replace(
         unchanged,
+        status=decision.status,
         proposed=evaluate(dc.pms, vms, proposed_placement, current, w),
         parking_cost=decision.parking_cost,
         solution=sol,
     )
     if decision.status is Status.PLAN_INFEASIBLE:
-        return replace(tried, status=Status.PLAN_INFEASIBLE, infeasible_reason=decision.reason)
+        tried = replace(tried, infeasible_reason=decision.reason)
     if decision.plan is None or not decision.applied:
-        return tried
+        return _with_pending(snap, tried, decision, _status_note(tried, decision))
     plan = decision.plan
     final = dict(plan.final_placement) or proposed_placement
     off = {s.pm for s in plan.steps if isinstance(s, PowerOff)}
@@ -208,7 +221,6 @@ def solve_snapshot(
         tried,
         status=Status.IMPROVED,
         admitted=tuple(v for v in scope.pending if v in final),
-        rejected=tuple(v for v in scope.pending if v not in final) + scope.rejected,
         after=evaluate(dc.pms, vms, final, current, w),
         plan=plan,
         placement=final,
@@ -216,9 +228,96 @@ def solve_snapshot(
             replace(pm, powered_off=(pm.id in off or pm.powered_off) and j not in hosts)
             for j, pm in enumerate(snap.pms)
         ),
+        moves=explain(dc, plan, final),
     )
+    outcome = _with_pending(snap, outcome, decision, _status_note(outcome, decision))
     _guard(snap, outcome)
     return outcome
+
+
+# Terminations of a solve that stopped at a limit, without proof, in words.
+STOPPED_AT = {
+    TIME_LIMIT: "its time limit",
+    INTERRUPTED: "its time limit",
+    WORK_LIMIT: "its work limit",
+    GAP_LIMIT: "its gap limit",
+}
+
+
+def _stop_words(res: SolveResult) -> str:
+    words = STOPPED_AT.get(res.termination, f"termination {res.termination!r}")
+    if res.guard == GUARD_KILLED:
+        words += " (its process was ended at the deadline)"
+    gap = "unknown" if res.gap is None else f"{100 * res.gap:.2f}%"
+    return f"the solver stopped at {words} after {res.wall_s:.1f} s without proving optimality (gap {gap})"
+
+
+def _status_note(out: Outcome, decision: Decision) -> str:
+    """What happened, in one sentence (the `status_reason` of the solve document)."""
+    res = decision.solution.result
+    stays = "; the state stays as it is"
+    if decision.status is Status.IMPROVED:
+        note = f"gain {out.gain:+g} after a parking cost of {out.parking_cost:g}"
+        if not res.proved_optimal:
+            note += f"; not proved optimal: {_stop_words(res)}, so a better plan may exist"
+        return note
+    if decision.status is Status.UNCHANGED:
+        if not decision.changed:
+            return "the proved optimum keeps every VM where it is" + stays
+        return (
+            f"the proved optimum is not strictly better once parking is counted (gain {out.gain:+g})" + stays
+        )
+    if decision.status is Status.STOPPED_AT_LIMIT:
+        return f"{_stop_words(res)} and found nothing strictly better" + stays
+    if decision.status is Status.SOLVER_ERROR:
+        return f"the solver failed: {decision.reason}" + stays
+    return f"no valid migration order: {decision.reason}" + stays
+
+
+def _with_pending(snap: Snapshot, out: Outcome, decision: Decision | None, note: str) -> Outcome:
+    """Sort the pending VMs that are not admitted into rejected and waiting, each with its reason.
+
+    Rejected means certain: the VM fits no PM even when that PM is empty, or the solver *proved*
+    that the optimum of this neighborhood does not admit it. Every other one waits."""
+    admitted = set(out.admitted)
+    res = decision.solution.result if decision is not None else None
+    target = decision.solution.target if decision is not None else {}
+    region = "the whole cluster" if out.scope.mode == "all" else "this neighborhood"
+    rejected: list[str] = []
+    waiting: list[str] = []
+    reasons: dict[str, str] = {}
+    for v in snap.pending:
+        if v in admitted:
+            continue
+        unfit = no_fit_reason(snap.pms, snap.vms[v])
+        proved = res is not None and res.proved_optimal and out.status is not Status.SOLVER_ERROR
+        if unfit is not None:
+            rejected.append(v)
+            reasons[v] = f"fits no PM even when empty: {unfit}"
+        elif v in out.scope.pending and proved and v not in target:
+            rejected.append(v)
+            reasons[v] = f"not admitted by the proved optimum of {region}"
+        else:
+            waiting.append(v)
+            reasons[v] = _waiting_reason(v, out, decision, target)
+    return replace(out, rejected=tuple(rejected), waiting=tuple(waiting), reasons=reasons, note=note)
+
+
+def _waiting_reason(v: str, out: Outcome, decision: Decision | None, target: Mapping[str, Placement]) -> str:
+    if v not in out.scope.pending:
+        if v in out.scope.rejected:
+            return "left out by Algorithm 1 (its count test found no PM for it); try --neighborhood all"
+        return "outside this call's neighborhood"
+    if decision is None:
+        return "nothing was solved"
+    res = decision.solution.result
+    if out.status is Status.SOLVER_ERROR:
+        return f"the solver failed: {decision.reason}"
+    if out.status is Status.PLAN_INFEASIBLE:
+        return "the solution found has no valid migration order"
+    if v in target and out.status is not Status.IMPROVED:
+        return "admitted by the solution, whose plan is not strictly better once parking is counted"
+    return f"not admitted by the solution, which is not proved optimal ({_stop_words(res)})"
 
 
 def _guard(snap: Snapshot, outcome: Outcome) -> None:

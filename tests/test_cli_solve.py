@@ -27,9 +27,9 @@ FAST = ["--time-limit", "5", "--threads", "1"]
 runner = CliRunner()
 
 
-def solve_json(path: Path, *args: str) -> dict:
+def solve_json(path: Path, *args: str, code: int = 0) -> dict:
     result = runner.invoke(app, ["solve", str(path), "--json", *FAST, *args])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == code, result.output
     return json.loads(result.stdout)
 
 
@@ -127,6 +127,7 @@ def test_status_unchanged_keeps_the_input_state(tmp_path: Path) -> None:
     doc = solve_json(path, "--neighborhood", "all", "--accept", "0", "--out", str(out))
     assert doc["status"] == "unchanged" and doc["plan"] == [] and doc["admitted"] == []
     assert doc["rejected"] == ["vmP"]
+    assert doc["rejected_reasons"] == {"vmP": "not admitted by the proved optimum of the whole cluster"}
     assert load_snapshot(out).placement == load_snapshot(path).placement
 
 
@@ -219,9 +220,11 @@ def test_plan_infeasible_when_the_blocked_cycle_has_nowhere_to_park(tmp_path: Pa
     d["pms"] = d["pms"][:1]
     src, out = tmp_path / "one-gpu.json", tmp_path / "out.json"
     src.write_text(json.dumps(d))
-    doc = solve_json(src, "--neighborhood", "all", "--out", str(out))
+    doc = solve_json(src, "--neighborhood", "all", "--out", str(out), code=5)
     assert doc["status"] == "plan_infeasible" and "no parking place" in doc["plan_infeasible_reason"]
-    assert doc["plan"] == [] and doc["admitted"] == [] and doc["rejected"] == ["vmP"]
+    # The proved optimum admits vmP, only its plan cannot run: vmP waits, it is not rejected.
+    assert doc["plan"] == [] and doc["admitted"] == [] and doc["rejected"] == []
+    assert doc["waiting"] == ["vmP"] and "no valid migration order" in doc["waiting_reasons"]["vmP"]
     assert (doc["objective"]["before"], doc["objective"]["proposed"], doc["objective"]["after"]) == (
         330,
         390,

@@ -29,6 +29,18 @@ from origamig.snapshot import load_snapshot, parse_snapshot
 
 DATA = Path(__file__).resolve().parent / "data" / "mig"
 CAT = default_catalog()
+BORDER = "+----------------------------------------------------+"
+HEAD = f"""{BORDER}
+| GPU instances:                                     |
+| GPU   Name          Profile  Instance   Placement  |
+|                       ID       ID       Start:Size |
+|====================================================|
+"""
+
+
+def lgi(*rows: str) -> str:
+    """`nvidia-smi mig -lgi` output listing `rows`: row n (0-based) is on line 6 + 2n."""
+    return HEAD + "".join(f"{row}\n{BORDER}\n" for row in rows)
 
 
 def test_parse_lgi_reads_every_row_of_the_guide_example() -> None:
@@ -50,8 +62,8 @@ def test_no_gpu_instances_is_an_empty_host() -> None:
 
 
 def test_garbled_row_names_file_and_line() -> None:
-    text = "|   0  MIG 1g.5gb       19        7          0-1     |\n"
-    with pytest.raises(SnapshotError, match=r"^x\.txt:1: cannot read this GPU-instance row"):
+    text = lgi("|   0  MIG 1g.5gb       19        7          0-1     |")
+    with pytest.raises(SnapshotError, match=r"^x\.txt:6: cannot read this GPU-instance row"):
         parse_lgi(text, "x.txt")
 
 
@@ -64,7 +76,7 @@ def test_model_is_inferred_when_names_are_unique() -> None:
 
 def test_identical_rows_on_two_models_need_gpu_model() -> None:
     # `1g.10gb` with profile ID 19 and size 1 is valid on the A100-80GB and the H100-80GB alike.
-    gis = parse_lgi("|   0  MIG 1g.10gb      19        7          0:1     |\n", "h")
+    gis = parse_lgi(lgi("|   0  MIG 1g.10gb      19        7          0:1     |"), "h")
     with pytest.raises(
         SnapshotError, match=r"fit several GPU models \(A100-80GB, H100-80GB\); pass --gpu-model"
     ):
@@ -74,25 +86,27 @@ def test_identical_rows_on_two_models_need_gpu_model() -> None:
 
 def test_rows_that_contradict_the_given_model_are_reported_by_line() -> None:
     # On the A100-40GB 1g.10gb is profile ID 15 with 2 slices: ID 19 / size 1 is an 80GB part.
-    gis = parse_lgi("|   0  MIG 1g.10gb      19        7          0:1     |\n", "h.txt")
+    gis = parse_lgi(lgi("|   0  MIG 1g.10gb      19        7          0:1     |"), "h.txt")
     with pytest.raises(SnapshotError) as info:
         choose_model(gis, CAT, "A100-40GB", "pm0")
-    assert info.value.problems == ["h.txt:1: profile ID 19 is not 1g.10gb's ID 15 on A100-40GB"]
+    assert info.value.problems == ["h.txt:6: profile ID 19 is not 1g.10gb's ID 15 on A100-40GB"]
 
 
 def test_me_variants_import_as_their_base_profile() -> None:
-    gis = parse_lgi("|   0  MIG 1g.5gb+me    20        7          3:1     |\n", "h")
-    _, vms = build_entries([HostState("pm0", tuple(gis))], CAT, ImportOptions(cpu=8, ram_gb=64))
+    gis = parse_lgi(lgi("|   0  MIG 1g.5gb+me    20        7          3:1     |"), "h")
+    _, vms = build_entries([HostState("pm0", tuple(gis), 1)], CAT, ImportOptions(cpu=8, ram_gb=64))
     assert vms[0]["gis"] == ["1g.5gb"] and vms[0]["placement"]["gis"] == [{"gpu": 0, "start": 3}]
 
 
 def test_overlapping_rows_are_rejected() -> None:
-    text = (
-        "|   0  MIG 3g.20gb       9        2          4:4     |\n"
-        "|   0  MIG 1g.5gb       19        9          5:1     |\n"
+    text = lgi(
+        "|   0  MIG 3g.20gb       9        2          4:4     |",
+        "|   0  MIG 1g.5gb       19        9          5:1     |",
     )
-    with pytest.raises(SnapshotError, match=r"h:2: 1g\.5gb at 5:1 overlaps the GI of h:1"):
-        build_entries([HostState("pm0", tuple(parse_lgi(text, "h")))], CAT, ImportOptions(cpu=8, ram_gb=64))
+    with pytest.raises(SnapshotError, match=r"h:8: 1g\.5gb at 5:1 overlaps the GI of h:6"):
+        build_entries(
+            [HostState("pm0", tuple(parse_lgi(text, "h")), 1)], CAT, ImportOptions(cpu=8, ram_gb=64)
+        )
 
 
 def test_checkpoint_profiles_come_from_nvml_enum_and_size() -> None:
@@ -190,7 +204,17 @@ def test_import_errors_exit_2(tmp_path: Path) -> None:
     # Two hosts with the same id: the assembled snapshot is validated before it is written.
     lgi = DATA / "a100-lgi.txt"
     code, _, err = run_main(
-        ["import", "--host", f"pm0={lgi}", "--host", f"pm0={lgi}", "--out", str(tmp_path / "x")]
+        [
+            "import",
+            "--host",
+            f"pm0={lgi}",
+            "--host",
+            f"pm0={lgi}",
+            "--gpus",
+            "1",
+            "--out",
+            str(tmp_path / "x"),
+        ]
     )
     assert code == 2 and 'error: pms[1].id: "pm0" is also the id of pms[0]' in err
     assert not (tmp_path / "x").exists()

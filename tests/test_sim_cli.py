@@ -56,7 +56,7 @@ def test_simulate_json_and_report(tmp_path) -> None:
     assert rep.exit_code == 0, rep.output
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert md.read_text() == rep.stdout
-    assert "| default | 0.9 | mfi | 2 |" in rep.stdout
+    assert "| default | 0.9 | 16 | mfi | 2 |" in rep.stdout
 
 
 def test_simulate_table_output() -> None:

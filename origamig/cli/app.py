@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import importlib
-import sys
+from typing import Annotated
 
 import typer
-
-from origamig.errors import UserError
 
 app = typer.Typer(
     name="origamig",
@@ -18,8 +16,21 @@ app = typer.Typer(
 )
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        from origamig.cli.console_entry import package_version
+
+        typer.echo(f"origamig {package_version()}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", is_eager=True, callback=_show_version, help="Print the version and exit."),
+    ] = False,
+) -> None:
     """MIG-aware VM placement (keeps `origamig <command>` a group even with a single command)."""
 
 
@@ -39,14 +50,7 @@ for _name in COMMAND_MODULES:
 
 
 def main() -> None:
-    """Console entry point: user errors become one line per problem on stderr and exit code 2.
+    """Console entry point: every user error — option errors included — is one `error:` line, exit 2."""
+    from origamig.cli.console_entry import run
 
-    Click's standalone mode handles its own errors (usage errors exit 2, `--help`, `typer.Exit`);
-    typer vendors its own click, so catching `click.ClickException` here would miss them.
-    """
-    try:
-        app()
-    except UserError as err:
-        for line in err.problems:
-            print(f"error: {line}", file=sys.stderr)
-        sys.exit(err.exit_code)
+    run(app)

@@ -11,9 +11,11 @@ from rich.console import Console
 from rich.table import Table
 
 from origamig.datacenter import DataCenter
+from origamig.errors import UserError
+from origamig.fit import no_fit_reason
 from origamig.objective import evaluate_dc
 from origamig.records import NO_GPU_CLASS, Weights
-from origamig.snapshot import load_snapshot
+from origamig.snapshot import Snapshot, load_snapshot
 
 
 def summarize(dc: DataCenter) -> dict[str, Any]:
@@ -105,16 +107,29 @@ def check(
     ],
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON document instead of tables.")] = False,
 ) -> None:
-    """Validate a snapshot (every problem, one line each, exit 2) and summarize the cluster it describes."""
-    snap = load_snapshot(snapshot)
+    """Validate a snapshot (every problem, one line each, exit 2) and summarize the cluster it describes.
+
+    Pending VMs that fit no PM even when it is empty are valid but can never be admitted: each gets
+    a `warning:` line (and an entry of `warnings` with --json). With --json a JSON document is
+    printed in every case: `{"valid": false, "errors": [...]}` for an invalid snapshot (exit 2).
+    """
+    try:
+        snap = load_snapshot(snapshot)
+    except UserError as err:
+        if as_json:
+            typer.echo(json.dumps({"valid": False, "errors": err.problems}, indent=2))
+        raise
     dc = snap.datacenter()
     summary = summarize(dc)
     objective = evaluate_dc(dc, dc.placement, snap.weights)
     summary["objective"] = objective.as_dict()
     summary["weights"] = _weights_dict(snap.weights)
+    warnings = unplaceable_warnings(snap)
     if as_json:
-        typer.echo(json.dumps({"valid": True, **summary}, indent=2))
+        typer.echo(json.dumps({"valid": True, "warnings": warnings, **summary}, indent=2))
         return
+    for line in warnings:
+        typer.echo(f"warning: {line}", err=True)
     console = wide_console()
     console.print(f"{snapshot}: valid")
     console.print(_headline(summary))
@@ -124,6 +139,19 @@ def check(
         "objective (Eq. 5) {value:g} = acceptance {acceptance:g} − consolidation {consolidation:g} "
         "− migration {migration:g} + free starts {free_starts:g}".format(**terms)
     )
+    if warnings:
+        console.print(f"{len(warnings)} pending VM(s) fit no PM even when it is empty (see the warnings)")
+
+
+def unplaceable_warnings(snap: Snapshot) -> list[str]:
+    """One line per pending VM that fits no PM even when it is empty, naming it and why."""
+    position = {v: n for n, v in enumerate(snap.vms)}
+    out = []
+    for v in snap.pending:
+        reason = no_fit_reason(snap.pms, snap.vms[v])
+        if reason is not None:
+            out.append(f"vms[{position[v]}] ({v}): pending, but fits no PM even when empty: {reason}")
+    return out
 
 
 def wide_console() -> Console:

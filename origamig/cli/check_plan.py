@@ -2,7 +2,9 @@
 
 PLAN.json is a bare list of steps or a `solve --json` document; with the latter, the final state
 must also equal its `"placement"`. Exit codes: 0 the plan is valid, 1 a step breaks a rule (the
-step's index and why), 2 the snapshot or the plan file is malformed.
+step's index and why), 2 the snapshot or the plan file is malformed — a step that is not an object,
+an unknown op, a missing or mistyped field, or a VM or PM the snapshot does not have (one line per
+unknown name: the plan was made for another snapshot).
 """
 
 from __future__ import annotations
@@ -16,24 +18,20 @@ import typer
 
 from origamig.errors import SnapshotError
 from origamig.records import GiSlot, Placement
-from origamig.replay import replay_plan
+from origamig.replay import malformed_steps, replay_plan
 from origamig.snapshot import Snapshot, load_snapshot, placement_json, read_json, show
 
 
 def _steps_and_target(doc: Any, path: Path, snap: Snapshot) -> tuple[list[Any], dict[str, Placement] | None]:
     if isinstance(doc, list):
-        steps, target_raw = doc, None
+        steps, target_raw, where = doc, None, f"{path}: plan"
     elif isinstance(doc, dict) and "plan" in doc:
-        steps, target_raw = doc["plan"], doc.get("placement")
+        steps, target_raw, where = doc["plan"], doc.get("placement"), f"{path}: plan"
     else:
         raise SnapshotError(f'{path}: expected a list of steps or a `solve --json` document with "plan"')
     if not isinstance(steps, list):
         raise SnapshotError(f"{path}: plan: expected a list of steps, got {show(steps)}")
-    bad = [
-        f'{path}: plan[{i}]: expected an object with "op", got {show(s)}'
-        for i, s in enumerate(steps)
-        if not isinstance(s, dict)
-    ]
+    bad = malformed_steps(steps, {pm.id for pm in snap.pms}, set(snap.vms), where)
     if bad:
         raise SnapshotError(bad)
     return steps, (None if target_raw is None else _target(target_raw, path, snap))
@@ -46,20 +44,31 @@ def _target(raw: Any, path: Path, snap: Snapshot) -> dict[str, Placement]:
     index = {pm.id: j for j, pm in enumerate(snap.pms)}
     out: dict[str, Placement] = {}
     problems: list[str] = []
+    unknown_pms: dict[str, list[str]] = {}
     for vm_id, pl in raw.items():
         where = f"{path}: placement.{vm_id}"
         try:
             slots = tuple(GiSlot(int(s["gpu"]), int(s["start"])) for s in pl["gis"])
-            j = index[pl["pm"]]
+            pm_id = pl["pm"]
+            if not isinstance(pm_id, str):
+                raise TypeError
         except (KeyError, TypeError, ValueError):
             problems.append(
                 f'{where}: expected {{"pm": <PM id>, "gis": [{{"gpu", "start"}}]}}, got {show(pl)}'
             )
             continue
         if vm_id not in snap.vms:
-            problems.append(f"{where}: not a VM of the snapshot")
+            problems.append(f"{where}: unknown VM {vm_id!r}, not in the snapshot")
             continue
-        out[vm_id] = Placement(j, slots)
+        if pm_id not in index:
+            unknown_pms.setdefault(pm_id, []).append(vm_id)
+            continue
+        out[vm_id] = Placement(index[pm_id], slots)
+    for pm_id, vms in unknown_pms.items():
+        more = f" and {len(vms) - 1} more" if len(vms) > 1 else ""
+        problems.append(
+            f"{path}: placement.{vms[0]}.pm: unknown PM {pm_id!r}, not in the snapshot ({vms[0]}{more})"
+        )
     if problems:
         raise SnapshotError(problems)
     return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -35,6 +36,46 @@ def _read_text(path: Path) -> str:
         raise SnapshotError(f"{path}: cannot read ({exc.__class__.__name__}: {exc})") from None
 
 
+def _gpu_counts(values: list[str], hosts: list[str]) -> tuple[int | None, dict[str, int]]:
+    """`--gpus N` (every -lgi host) and `--gpus HOST=N` (that host) → (default, per host)."""
+    default: int | None = None
+    per_host: dict[str, int] = {}
+    problems: list[str] = []
+    for value in values:
+        host, sep, count = value.rpartition("=") if "=" in value else ("", "", value)
+        try:
+            n = int(count)
+        except ValueError:
+            n = 0
+        if n < 1 or (sep and not host):
+            problems.append(f"--gpus {value!r}: expected a GPU count N >= 1 or HOST=N")
+        elif sep and host not in hosts:
+            problems.append(f"--gpus {value!r}: {host!r} is not a host given with --host or --checkpoint")
+        elif sep:
+            per_host[host] = n
+        elif default is not None and default != n:
+            problems.append(f"--gpus {value!r}: a count for every host was already given ({default})")
+        else:
+            default = n
+    if problems:
+        raise SnapshotError(problems)
+    return default, per_host
+
+
+def _check_sizes(sizes: dict[str, tuple[float, bool]]) -> None:
+    """Each flag's value must be finite and non-negative (positive where a PM needs it)."""
+    problems = []
+    for flag, (value, positive) in sizes.items():
+        if not math.isfinite(value):
+            problems.append(f"{flag}: {value} is not a finite number")
+        elif value < 0:
+            problems.append(f"{flag}: {value:g} is negative")
+        elif positive and value == 0:
+            problems.append(f"{flag}: 0 must be positive")
+    if problems:
+        raise SnapshotError(problems)
+
+
 def import_(
     host: Annotated[
         list[str] | None,
@@ -53,11 +94,12 @@ def import_(
         typer.Option("--gpu-model", help="GPU model of the hosts (default: inferred from the GIs)."),
     ] = None,
     gpus: Annotated[
-        int | None,
+        list[str] | None,
         typer.Option(
             "--gpus",
-            min=1,
-            help="GPUs per host (default: -lgi: highest GPU index seen + 1; checkpoint: its devices).",
+            help="GPUs per host: N for every -lgi host, or HOST=N (repeatable). Required for -lgi input,"
+            " which lists only GPUs that have GPU instances; a checkpoint lists its GPUs (a count given"
+            " for it must agree).",
         ),
     ] = None,
     vm_cpu: Annotated[
@@ -73,17 +115,32 @@ def import_(
         Path | None, typer.Option("--out", help="Write the snapshot here (default: stdout).")
     ] = None,
 ) -> None:
-    """Build snapshot PMs from real MIG state: every GI found becomes a running VM that holds it."""
+    """Build snapshot PMs from real MIG state: every GI found becomes a running VM that holds it.
+
+    Input that is not `nvidia-smi mig -lgi` output (or a mig-parted checkpoint) is refused, naming
+    the file and line; nothing is written on any error.
+    """
+    _check_sizes(
+        {"--cpu": (cpu, True), "--ram-gb": (ram_gb, True), "--vm-cpu": (vm_cpu, False)}
+        | {"--vm-ram-gb": (vm_ram_gb, False)}
+    )
     lgi_hosts = _pairs(host or [], "--host")
     cp_hosts = _pairs(checkpoint or [], "--checkpoint")
     if not lgi_hosts and not cp_hosts:
         raise SnapshotError("import: give at least one --host HOST=FILE or --checkpoint HOST=FILE")
+    default_gpus, host_gpus = _gpu_counts(gpus or [], [h for h, _ in lgi_hosts + cp_hosts])
     states: list[HostState] = [
-        HostState(h, tuple(parse_lgi(_read_text(p), str(p))), gpus) for h, p in lgi_hosts
+        HostState(h, tuple(parse_lgi(_read_text(p), str(p))), host_gpus.get(h, default_gpus))
+        for h, p in lgi_hosts
     ]
     for h, p in cp_hosts:
         found, devices = parse_checkpoint(read_json(p), str(p))
-        states.append(HostState(h, tuple(found), gpus if gpus is not None else max(devices, 1)))
+        given = host_gpus.get(h, default_gpus)
+        if given is not None and given != devices:
+            raise SnapshotError(f"--gpus: {h} has {given} GPUs, but its checkpoint {p} lists {devices}")
+        if devices == 0:
+            raise SnapshotError(f"{p}: MigState.Devices: the checkpoint lists no GPU")
+        states.append(HostState(h, tuple(found), devices))
     opts = ImportOptions(cpu=cpu, ram_gb=ram_gb, gpu_model=gpu_model, vm_cpu=vm_cpu, vm_ram_gb=vm_ram_gb)
     pms, vms = build_entries(states, default_catalog(), opts)
     doc = merge(read_json(base) if base is not None else None, pms, vms)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -9,6 +10,7 @@ import typer
 
 from origamig.cli.simulate import COLUMNS, format_stat
 from origamig.errors import UserError
+from origamig.sim.aggregate import setup_labels
 from origamig.sim.results import load_runs, runs_document
 
 # (panel title, metric, scale) — Fig. 4 of the paper.
@@ -21,29 +23,35 @@ PANELS: tuple[tuple[str, str, float], ...] = (
 
 
 def markdown(doc: dict[str, Any]) -> str:
-    """The summary (mean ± 95% CI) and the paired differences against the baseline, as markdown."""
-    head = ["variant", "load", "policy", "seeds", *(label for label, *_ in COLUMNS)]
+    """The summary (mean ± 95% CI) and the paired differences against the baseline, as markdown.
+
+    Rows of different setups (PMs, window, solver, ...; `aggregate.setup_of`) are separate rows;
+    a `setup` column names what differs when more than the PM count does."""
+    summary = sorted(doc["summary"], key=_row_order)
+    labels = dict(zip(map(id, summary), setup_labels(summary), strict=True))
+    extra = any(labels.values())
+    head = ["variant", "load", "PMs", *(["setup"] if extra else []), "policy", "seeds"]
+    head += [label for label, *_ in COLUMNS]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for row in sorted(doc["summary"], key=lambda r: (r["variant"], r["load"], r["policy"])):
-        cells = [format_stat(row["metrics"][m], scale, digits) for _, m, scale, digits in COLUMNS]
-        lines.append(
-            f"| {row['variant']} | {row['load']:g} | {row['policy']} | {len(row['seeds'])} | "
-            + " | ".join(cells)
-            + " |"
-        )
+    for row in summary:
+        cells = [row["variant"], f"{row['load']:g}", _pms(row), *([labels[id(row)]] if extra else [])]
+        cells += [row["policy"], str(len(row["seeds"]))]
+        cells += [format_stat(row["metrics"][m], scale, digits) for _, m, scale, digits in COLUMNS]
+        lines.append("| " + " | ".join(cells) + " |")
     if doc["paired"]:
-        base = doc["paired"][0]["baseline"]
+        pairs = sorted(doc["paired"], key=_row_order)
+        plabels = dict(zip(map(id, pairs), setup_labels(pairs), strict=True))
+        pextra = any(plabels.values())
+        base = pairs[0]["baseline"]
         lines += ["", f"Paired by seed, policy − {base} (mean ± 95% CI; lower in k of n seeds):", ""]
-        lines += [
-            "| variant | load | policy | Δ accept (pp) | Δ active PMs | lower PMs | Δ energy MWh |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for row in sorted(doc["paired"], key=lambda r: (r["variant"], r["load"], r["policy"])):
+        phead = ["variant", "load", "PMs", *(["setup"] if pextra else []), "policy"]
+        phead += ["Δ accept (pp)", "Δ active PMs", "lower PMs", "Δ energy MWh"]
+        lines += ["| " + " | ".join(phead) + " |", "|" + "---|" * len(phead)]
+        for row in pairs:
             m = row["metrics"]
             wins = f"{m['active_pms']['wins']}/{m['active_pms']['n']}"
-            cells = [
-                row["variant"],
-                f"{row['load']:g}",
+            cells = [row["variant"], f"{row['load']:g}", _pms(row), *([plabels[id(row)]] if pextra else [])]
+            cells += [
                 row["policy"],
                 format_stat(m["acceptance"], 100, 1),
                 format_stat(m["active_pms"], 1, 1),
@@ -52,6 +60,14 @@ def markdown(doc: dict[str, Any]) -> str:
             ]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _row_order(row: dict[str, Any]) -> tuple[Any, ...]:
+    return (row["variant"], row["load"], row.get("pms") or 0, json.dumps(row.get("setup", {})), row["policy"])
+
+
+def _pms(row: dict[str, Any]) -> str:
+    return "?" if row.get("pms") is None else str(row["pms"])
 
 
 def draw(doc: dict[str, Any], png: Path, variant: str) -> None:
@@ -66,9 +82,20 @@ def draw(doc: dict[str, Any], png: Path, variant: str) -> None:
         known = sorted({r["variant"] for r in doc["summary"]})
         raise UserError(f"--variant: no results for {variant!r} (have: {', '.join(known)})")
     fig, axes = plt.subplots(2, 2, figsize=(9, 6.5), constrained_layout=True)
+    sizes = {json.dumps(r.get("setup", {}), sort_keys=True) for r in rows}
+    labels = dict(zip(map(id, rows), setup_labels(rows), strict=True))
+
+    def line_of(r: dict[str, Any]) -> str:
+        if len(sizes) == 1:
+            return r["policy"]
+        detail = ", ".join(x for x in (f"{_pms(r)} PMs", labels[id(r)]) if x)
+        return f"{r['policy']} ({detail})"
+
     for ax, (title, metric, scale) in zip(axes.flat, PANELS, strict=True):
-        for policy in dict.fromkeys(r["policy"] for r in rows):
-            pts = sorted((r["load"], r["metrics"][metric]) for r in rows if r["policy"] == policy)
+        for line in dict.fromkeys(line_of(r) for r in rows):
+            pts = sorted(
+                ((r["load"], r["metrics"][metric]) for r in rows if line_of(r) == line), key=lambda t: t[0]
+            )
             pts = [(x, s) for x, s in pts if s["mean"] is not None]
             if not pts:
                 continue
@@ -78,7 +105,7 @@ def draw(doc: dict[str, Any], png: Path, variant: str) -> None:
                 yerr=[(s["ci95"] or 0.0) * scale for _, s in pts],
                 marker="o",
                 capsize=3,
-                label=policy,
+                label=line,
             )
         ax.set_title(title)
         ax.set_xlabel("Offered load")
@@ -100,6 +127,14 @@ def report(
 ) -> None:
     """Draw Fig. 4 (acceptance, active PMs, packing, energy per GPU-hour vs load) and a markdown table."""
     doc = runs_document(load_runs(results), baseline)
+    setups = {json.dumps(r.get("setup", {}), sort_keys=True) for r in doc["summary"]}
+    if len(setups) > 1:
+        sizes = sorted({_pms(r) for r in doc["summary"]}, key=lambda p: (len(p), p))
+        typer.echo(
+            f"note: the results come from {len(setups)} different setups (PMs: {', '.join(sizes)}); "
+            "each is reported on its own rows, never averaged together",
+            err=True,
+        )
     draw(doc, png, variant)
     text = markdown(doc)
     if md:

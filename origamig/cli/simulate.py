@@ -16,10 +16,12 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from origamig.errors import UserError
+from origamig.json_text import MAX_DEPTH, nesting_depth
 from origamig.policies.base import policy_factory
 from origamig.sim.results import document
 from origamig.sim.runner import RunSpec, run_all
 from origamig.sim.scenario import VARIANTS, SimConfig, validate
+from origamig.snapshot import write_json_atomic
 from origamig.solver_registry import DEFAULT_BACKEND, backend_names
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -106,8 +108,11 @@ def parse_options(items: list[str], policies: list[str]) -> tuple[tuple[str, Any
             continue
         try:
             value: Any = json.loads(raw)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             value = raw
+        if nesting_depth(value, MAX_DEPTH) > MAX_DEPTH:
+            problems.append(f"--option: {key}: value nested deeper than {MAX_DEPTH} levels")
+            continue
         out.append((key, value))
     if problems:
         raise UserError(problems)
@@ -224,7 +229,7 @@ def simulate(
     results = _run_with_progress(specs, workers, scheduler, quiet=as_json)
     doc = document(results, baseline)
     if out:
-        out.write_text(json.dumps(doc, indent=1))
+        write_json_atomic(out, doc, indent=1)
     if as_json:
         typer.echo(json.dumps(doc, indent=1))
     else:

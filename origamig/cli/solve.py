@@ -19,9 +19,9 @@ from origamig.cli.check import summarize, wide_console
 from origamig.datacenter import DataCenter
 from origamig.errors import UserError
 from origamig.objective import Objective
-from origamig.plan_render import plan_table
+from origamig.plan_render import plan_table, render_shell
 from origamig.records import Weights
-from origamig.snapshot import Snapshot, load_snapshot, write_json_atomic
+from origamig.snapshot import Snapshot, load_snapshot, write_json_atomic, write_text_atomic
 from origamig.solver_registry import DEFAULT_BACKEND, backend_names
 
 if TYPE_CHECKING:
@@ -88,6 +88,14 @@ def solve(
     out: Annotated[
         Path | None, typer.Option("--out", help="Write the resulting snapshot here (atomically).")
     ] = None,
+    script: Annotated[
+        Path | None,
+        typer.Option(
+            "--script",
+            help="Write the plan as a dry-run shell script here (prints each command; runs them only"
+            " with ORIGAMIG_EXECUTE=1).",
+        ),
+    ] = None,
     accept: Annotated[
         float | None, typer.Option("--accept", help="Override weight a_i (admitting a VM).")
     ] = None,
@@ -100,7 +108,12 @@ def solve(
         float | None, typer.Option("--migration", help="Override δ_i (a migration of a running VM).")
     ] = None,
 ) -> None:
-    """Optimize a snapshot: admit pending VMs, consolidate, and plan the live migrations to get there."""
+    """Optimize a snapshot: admit pending VMs, consolidate, and plan the live migrations to get there.
+
+    Exit codes: 0 improved or unchanged (a plan, or proof that none is strictly better); 3 stopped at
+    the limit without proof and without anything strictly better; 4 the solver failed; 5 no valid
+    migration order; 2 bad input. With 3, 4 and 5 the state stays as it is (--out writes it).
+    """
     from origamig.bilp.backends.base import make_limits  # the solvers load only when a solve runs
     from origamig.snapshot_solve import output_document, solve_snapshot
 
@@ -112,12 +125,30 @@ def solve(
         outcome = solve_snapshot(snap, weights, solver.value, limits, neighborhood)
     if out is not None:
         write_json_atomic(out, output_document(snap, outcome))
+    if script is not None:
+        write_text_atomic(script, _script(snap, outcome), new_mode=0o777)
     doc = outcome.to_json()
     doc["summary"] = {"before": _state(snap, outcome, False), "after": _state(snap, outcome, True)}
     if as_json:
         typer.echo(json.dumps(doc, indent=2))
     else:
-        _render(snapshot, snap, outcome, doc, out)
+        _render(snapshot, snap, outcome, doc, [p for p in (out, script) if p is not None])
+    code = EXIT_CODES[outcome.status]
+    if code:
+        raise typer.Exit(code)
+
+
+# The exit code of each status (README: "Exit codes of solve").
+EXIT_CODES = {"improved": 0, "unchanged": 0, "stopped_at_limit": 3, "solver_error": 4, "plan_infeasible": 5}
+
+
+def _script(snap: Snapshot, out: Outcome) -> str:
+    """The dry-run shell script of the outcome's plan (no step when nothing is applied)."""
+    steps = out.plan.steps if out.plan is not None else ()
+    text = render_shell(steps, snap.datacenter(), out.moves)
+    head, _, rest = text.partition("\n")
+    status = "".join(c if c.isprintable() else "?" for c in f"# origamig solve: {out.status}: {out.note}")
+    return f"{head}\n{status}\n{rest}"
 
 
 def _terms_rows(table: Table, before: Objective, after: Objective) -> None:
@@ -132,7 +163,7 @@ def _terms_rows(table: Table, before: Objective, after: Objective) -> None:
         table.add_row(label, f"{b[key]:g}", f"{a[key]:g}")
 
 
-def _render(path: Path, snap: Snapshot, out: Outcome, doc: dict[str, Any], written: Path | None) -> None:
+def _render(path: Path, snap: Snapshot, out: Outcome, doc: dict[str, Any], written: list[Path]) -> None:
     console = wide_console()
     nb = doc["neighborhood"]
     console.print(
@@ -142,15 +173,13 @@ def _render(path: Path, snap: Snapshot, out: Outcome, doc: dict[str, Any], writt
         f"neighborhood: {nb['mode']} — {len(nb['pms'])} PMs, {len(nb['pending'])} pending VMs"
         + (f" ({nb['note']})" if nb["note"] else "")
     )
-    verdict = {
-        "improved": f"[green]improved[/] (gain {out.gain:+g} after a parking cost of {out.parking_cost:g})",
-        "unchanged": "[yellow]unchanged[/]: nothing strictly better was found; the state stays as it is",
-        "plan_infeasible": f"[red]plan_infeasible[/]: {out.infeasible_reason}; the state stays as it is",
-    }[out.status]
-    console.print(f"status: {verdict}")
-    console.print(f"admitted: {', '.join(out.admitted) or '—'}    rejected: {', '.join(out.rejected) or '—'}")
-    if out.waiting:
-        console.print(f"waiting (outside this call): {', '.join(out.waiting)}")
+    colour = {"improved": "green", "unchanged": "yellow"}.get(out.status, "red")
+    code = EXIT_CODES[out.status]
+    console.print(f"status: [{colour}]{out.status}[/]: {out.note}" + (f" (exit {code})" if code else ""))
+    console.print(f"admitted: {', '.join(out.admitted) or '—'}")
+    for label, vms in (("rejected", out.rejected), ("waiting", out.waiting)):
+        for v in vms:
+            console.print(f"{label}: {v} — {out.reasons[v]}")
     before, after = doc["summary"]["before"], doc["summary"]["after"]
     table = Table(title="before → after")
     for col in ("", "before", "after"):
@@ -170,11 +199,12 @@ def _render(path: Path, snap: Snapshot, out: Outcome, doc: dict[str, Any], writt
         console.print(
             f"solver: {s['name']}, {s['termination']} ({proved}), objective {s['objective']}, "
             f"bound {s['bound']}, gap {gap}, {s['wall_s']:.2f} s"
+            + (f"; {s['reason']}" if s["reason"] else "")
         )
     if out.plan is not None:
-        console.print(plan_table(out.plan))
-    if written is not None:
-        console.print(f"wrote {written}")
+        console.print(plan_table(out.plan, out.moves))
+    for file in written:
+        console.print(f"wrote {file}")
 
 
 def register(app: typer.Typer) -> None:

@@ -71,7 +71,8 @@ class CallStats:
 
     @property
     def outcome(self) -> str:
-        """The status, with `unchanged` split: applied | not_better | no_change | plan_infeasible."""
+        """The status, with `unchanged` split: applied | not_better | no_change | stopped_at_limit |
+        solver_error | plan_infeasible."""
         if self.status == "improved":
             return "applied"
         if self.status == "unchanged":

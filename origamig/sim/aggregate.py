@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from collections.abc import Iterable, Sequence
@@ -37,31 +38,63 @@ def mean_ci(values: Iterable[float | None]) -> dict[str, Any]:
     return {"mean": mean, "ci95": half, "n": len(xs), "values": xs}
 
 
-def _group_key(run: dict[str, Any]) -> tuple[str, float]:
+# Config fields that name a group on their own (variant, load) or cannot change a run's metrics.
+_NOT_SETUP = frozenset({"variant", "load", "debug_check", "trace_dir"})
+
+
+def setup_of(run: dict[str, Any]) -> dict[str, Any]:
+    """What else a run's metrics depend on besides variant, load, policy and seed: data-center size,
+    window, solver, determinism, requests file, policy options. Runs that differ here are never
+    averaged together."""
     cfg = run.get("config", {})
-    return (str(cfg.get("variant", "default")), float(cfg.get("load", 0.0)))
+    return {k: cfg[k] for k in sorted(cfg) if k not in _NOT_SETUP}
+
+
+def _group_key(run: dict[str, Any]) -> tuple[str, float, str]:
+    cfg = run.get("config", {})
+    setup = json.dumps(setup_of(run), sort_keys=True, default=str)
+    return (str(cfg.get("variant", "default")), float(cfg.get("load", 0.0)), setup)
 
 
 def summarize(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per (variant, load, policy): every metric as mean ± CI over its seeds."""
-    groups: dict[tuple[str, float, str], list[dict[str, Any]]] = {}
+    """One row per (variant, load, setup, policy): every metric as mean ± CI over its seeds.
+
+    Each row names its `pms` and full `setup` (see `setup_of`): runs of different sizes, windows or
+    solvers are reported apart, never averaged."""
+    groups: dict[tuple[str, float, str, str], list[dict[str, Any]]] = {}
     for run in runs:
         groups.setdefault((*_group_key(run), run["policy"]), []).append(run)
     out = []
-    for (variant, load, policy), members in groups.items():
+    for (variant, load, _, policy), members in groups.items():
         metrics = {m: mean_ci(r["metrics"].get(m) for r in members) for m in METRIC_NAMES}
         seeds = sorted(r["seed"] for r in members)
-        out.append({"variant": variant, "load": load, "policy": policy, "seeds": seeds, "metrics": metrics})
+        setup = setup_of(members[0])
+        out.append(
+            {
+                "variant": variant,
+                "load": load,
+                "policy": policy,
+                "seeds": seeds,
+                "pms": setup.get("pms"),
+                "setup": setup,
+                "metrics": metrics,
+            }
+        )
     return out
 
 
 def paired(runs: Sequence[dict[str, Any]], baseline: str) -> list[dict[str, Any]]:
-    """Per (variant, load) and policy ≠ baseline: metric(policy) − metric(baseline) over common seeds."""
-    by_key: dict[tuple[str, float], dict[str, dict[int, dict[str, Any]]]] = {}
+    """Per (variant, load, setup) and policy ≠ baseline: metric(policy) − metric(baseline) over
+    common seeds."""
+    by_key: dict[tuple[str, float, str], dict[str, dict[int, dict[str, Any]]]] = {}
+    setups: dict[tuple[str, float, str], dict[str, Any]] = {}
     for run in runs:
-        by_key.setdefault(_group_key(run), {}).setdefault(run["policy"], {})[run["seed"]] = run["metrics"]
+        key = _group_key(run)
+        by_key.setdefault(key, {}).setdefault(run["policy"], {})[run["seed"]] = run["metrics"]
+        setups.setdefault(key, setup_of(run))
     out = []
-    for (variant, load), policies in by_key.items():
+    for key, policies in by_key.items():
+        variant, load, _ = key
         base = policies.get(baseline)
         if base is None:
             continue
@@ -86,7 +119,25 @@ def paired(runs: Sequence[dict[str, Any]], baseline: str) -> list[dict[str, Any]
                     "policy": policy,
                     "baseline": baseline,
                     "seeds": common,
+                    "pms": setups[key].get("pms"),
+                    "setup": setups[key],
                     "metrics": metrics,
                 }
             )
     return out
+
+
+def setup_labels(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """A short label per row naming the setup fields in which the rows differ ("" if they agree)."""
+    keys = sorted({k for r in rows for k in r.get("setup", {})})
+    varying = [k for k in keys if len({json.dumps(r.get("setup", {}).get(k), default=str) for r in rows}) > 1]
+    varying = [k for k in varying if k != "pms"]
+    return [", ".join(f"{k}={_short(r.get('setup', {}).get(k))}" for k in varying) for r in rows]
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{v}" for k, v in sorted(value.items())) + "}"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)

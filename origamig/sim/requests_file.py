@@ -20,13 +20,13 @@ JSON: `{"requests": [{"id": "job1", "arrival_s": 0, "lifetime_s": 7200, "gpu_mod
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from origamig.catalog import Catalog
 from origamig.errors import UserError
+from origamig.json_text import parse_json_text
 from origamig.records import VmSpec, cores_to_m, gb_to_mb
 from origamig.sim.workload import Request, vm_for
 
@@ -62,10 +62,7 @@ def read_requests(path: Path, catalog: Catalog) -> list[Request]:
 
 
 def _json_rows(path: Path) -> list[tuple[str, Mapping[str, Any]]]:
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise RequestsFileError(f"{path}: not valid JSON ({exc})") from None
+    data = parse_json_text(path.read_text(), str(path), RequestsFileError)
     items = data.get("requests") if isinstance(data, dict) else data
     if not isinstance(items, list):
         raise RequestsFileError(f"{path}: expected a list of requests or {{'requests': [...]}}")

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from origamig.errors import UserError
-from origamig.sim.aggregate import paired, summarize
+from origamig.json_text import parse_json_text
+from origamig.sim.aggregate import paired, setup_of, summarize
 from origamig.sim.engine import RunResult
 
 VERSION = 1
@@ -48,15 +49,16 @@ def runs_document(runs: list[dict[str, Any]], baseline: str | None = None) -> di
 
 
 def load_runs(paths: Sequence[Path]) -> list[dict[str, Any]]:
-    """The runs of every results file (a later duplicate of (policy, variant, load, seed) wins)."""
+    """The runs of every results file (a later duplicate of (policy, variant, load, seed, setup) wins)."""
     merged: dict[tuple[Any, ...], dict[str, Any]] = {}
     for path in paths:
         try:
-            data = json.loads(Path(path).read_text())
+            text = Path(path).read_text(encoding="utf-8")
         except FileNotFoundError:
             raise ResultsError(f"{path}: no such file") from None
-        except json.JSONDecodeError as exc:
-            raise ResultsError(f"{path}: not valid JSON ({exc})") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ResultsError(f"{path}: cannot read ({exc.__class__.__name__}: {exc})") from None
+        data = parse_json_text(text, str(path), ResultsError)
         runs = data.get("runs") if isinstance(data, dict) else None
         if not isinstance(runs, list):
             raise ResultsError(f"{path}: runs: missing (not an `origamig simulate` results file)")
@@ -64,6 +66,9 @@ def load_runs(paths: Sequence[Path]) -> list[dict[str, Any]]:
             if not isinstance(run, dict) or not {"policy", "seed", "metrics"} <= set(run):
                 raise ResultsError(f"{path}: runs[{n}]: needs policy, seed and metrics")
             cfg = run.get("config", {})
-            key = (run["policy"], cfg.get("variant"), cfg.get("load"), run["seed"], cfg.get("pms"))
+            if not isinstance(cfg, dict):
+                raise ResultsError(f"{path}: runs[{n}].config: expected an object")
+            setup = json.dumps(setup_of(run), sort_keys=True, default=str)
+            key = (run["policy"], cfg.get("variant"), cfg.get("load"), run["seed"], setup)
             merged[key] = run
     return list(merged.values())

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import importlib
 import os
+import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -28,6 +29,9 @@ GAP_LIMIT = "gap_limit"
 INTERRUPTED = "interrupted"  # the wall-clock guard cancelled the solve
 INFEASIBLE = "infeasible"
 ERROR = "error"
+# guard: how a wall-clock limit was enforced when the solver did not stop by itself
+GUARD_CANCEL = "cancelled"
+GUARD_KILLED = "killed"
 # solution status: what we have
 SOLUTION_OPTIMAL = "optimal"
 SOLUTION_FEASIBLE = "feasible"
@@ -44,6 +48,9 @@ class Limits:
     deterministic: bool = False
     work_limit: float | None = None
     gap: float = 0.0  # relative gap at which to stop (0: prove optimal)
+    # With a wall-clock limit, solve in a child process that is ended at the deadline (deadline.py):
+    # the only way to hold the limit through solver phases that check no clock or interrupt.
+    kill_at_deadline: bool = True
 
     @property
     def wall_limit_s(self) -> float | None:
@@ -71,6 +78,10 @@ class SolveResult:
     wall_s: float
     work: float = 0.0  # deterministic work spent: CP-SAT deterministic s; HiGHS 1000s of simplex iterations
     x: np.ndarray | None = field(default=None, repr=False)
+    # How the wall-clock limit was enforced: "" (the solver stopped by itself), GUARD_CANCEL (the
+    # in-process guard interrupted it) or GUARD_KILLED (its child process was ended at the deadline).
+    guard: str = ""
+    reason: str = ""  # why, for ERROR (the solver's status or exception) and GUARD_KILLED
 
     @property
     def proved_optimal(self) -> bool:
@@ -94,7 +105,39 @@ class SolveResult:
             "gap": self.gap,
             "wall_s": self.wall_s,
             "work": self.work,
+            "guard": self.guard,
+            "reason": self.reason,
         }
+
+
+def one_line(text: str, limit: int = 240) -> str:
+    """`text` (a solver's message) on one line, at most `limit` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def start_result(
+    solver: str,
+    compiled: Compiled,
+    hint: np.ndarray,
+    termination: str,
+    wall_s: float,
+    guard: str,
+    reason: str,
+) -> SolveResult:
+    """The always-feasible start as the answer of a solve that produced nothing usable."""
+    objective = compiled.objective_of(hint)
+    return SolveResult(
+        solver=solver,
+        termination=termination,
+        solution_status=SOLUTION_FEASIBLE,
+        objective=objective,
+        bound=max(objective, compiled.trivial_bound()),
+        wall_s=wall_s,
+        x=hint.copy(),
+        guard=guard,
+        reason=one_line(reason),
+    )
 
 
 class Backend(Protocol):
@@ -109,6 +152,17 @@ class Backend(Protocol):
     def available(cls) -> str | None: ...
 
     def solve(self, compiled: Compiled, hint: np.ndarray, limits: Limits) -> SolveResult: ...
+
+
+def errors_as_result(backend: Any, compiled: Compiled, hint: np.ndarray, limits: Limits) -> SolveResult:
+    """`backend.solve_in_process(...)`, an exception of the solver (a value it cannot represent, say)
+    becoming an ERROR result with the start and the exception as its reason."""
+    t0 = time.perf_counter()
+    try:
+        return backend.solve_in_process(compiled, hint, limits)
+    except (ValueError, OverflowError, RuntimeError, MemoryError) as exc:
+        why = f"solver failed: {exc.__class__.__name__}: {exc}"
+        return start_result(backend.name, compiled, hint, ERROR, time.perf_counter() - t0, "", why)
 
 
 def get_backend(name: str) -> Backend:

@@ -6,23 +6,28 @@ workers CP-SAT runs only its weak `default_lp` full-problem worker, so the `max_
 requested (and `linearization_level=2` on one worker). Deterministic mode fixes the worker count,
 interleaves the search when it uses more than one, and stops on `max_deterministic_time`
 (`Limits.work_limit`, CP-SAT's deterministic seconds, which are also the reported work units).
-A wall-clock guard calls `stop_search` if the time limit passes (CP-SAT normally stops by itself).
+A wall-clock guard calls `stop_search` if the time limit passes (CP-SAT normally stops by itself);
+presolve and symmetry detection are skipped when they would take most of the time, and a solve with
+a wall-clock limit runs in a child process that is ended at the deadline (`deadline.py`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from origamig.bilp.backends import base
+from origamig.bilp.backends import base, deadline
 
 if TYPE_CHECKING:
     from origamig.bilp.compile import Compiled
 
 _GUARD_GRACE_S = 0.3
+# CP-SAT's presolve of the H100 stress model (436k nonzeros) takes seconds and checks no clock often.
+PRESOLVE_S_PER_NONZERO = 1e-5
 _FALLBACK_SCALE = 10**6  # objective scale when the weights have more than 6 decimals (rounded)
 
 
@@ -47,6 +52,13 @@ class CpSatBackend:
         return None
 
     def solve(self, compiled: Compiled, hint: np.ndarray, limits: base.Limits) -> base.SolveResult:
+        """Solve within `limits`; with a wall-clock limit in a child process ended at the deadline."""
+        if limits.wall_limit_s is not None and limits.kill_at_deadline:
+            return deadline.solve_in_child(self.name, compiled, hint, limits, time.perf_counter())
+        return base.errors_as_result(self, compiled, hint, limits)
+
+    def solve_in_process(self, compiled: Compiled, hint: np.ndarray, limits: base.Limits) -> base.SolveResult:
+        """Solve here: CP-SAT's own time limit, and a guard that stops the search if it overruns."""
         from ortools.sat.python import cp_model
 
         t0 = time.perf_counter()
@@ -54,10 +66,17 @@ class CpSatBackend:
         model = cp_model.CpModel()
         _fill(model.proto, compiled, hint, scale, cp_model.INT_MIN, cp_model.INT_MAX)
         solver = cp_model.CpSolver()
-        self._apply_limits(solver.parameters, limits, t0)
+        self._apply_limits(solver.parameters, limits, t0, compiled.size["nonzeros"])
         guard = None
+        stopped: list[bool] = []
         if limits.wall_limit_s is not None:
-            guard = threading.Timer(limits.wall_limit_s + _GUARD_GRACE_S, solver.stop_search)
+            wait = max(0.0, limits.wall_limit_s - (time.perf_counter() - t0)) + _GUARD_GRACE_S
+
+            def stop() -> None:
+                stopped.append(True)
+                solver.stop_search()
+
+            guard = threading.Timer(wait, stop)
             guard.daemon = True
             guard.start()
         try:
@@ -65,9 +84,10 @@ class CpSatBackend:
         finally:
             if guard is not None:
                 guard.cancel()
-        return self._result(solver, status, compiled, hint, scale, limits, time.perf_counter() - t0)
+        result = self._result(solver, status, compiled, hint, scale, limits, time.perf_counter() - t0)
+        return dataclasses.replace(result, guard=base.GUARD_CANCEL) if stopped else result
 
-    def _apply_limits(self, p: Any, limits: base.Limits, t0: float) -> None:
+    def _apply_limits(self, p: Any, limits: base.Limits, t0: float, nonzeros: int) -> None:
         workers = limits.thread_count()
         p.num_workers = workers
         p.random_seed = 0
@@ -81,6 +101,10 @@ class CpSatBackend:
             p.interleave_search = True
         if limits.wall_limit_s is not None:
             p.max_time_in_seconds = max(0.01, limits.wall_limit_s - (time.perf_counter() - t0))
+            if nonzeros * PRESOLVE_S_PER_NONZERO > 0.5 * limits.wall_limit_s:
+                # Presolve and symmetry detection would take most of the time: search from the hint.
+                p.cp_model_presolve = False
+                p.symmetry_level = 0
         if limits.work_limit is not None:
             p.max_deterministic_time = float(limits.work_limit)
         p.relative_gap_limit = float(limits.gap)
@@ -110,6 +134,7 @@ class CpSatBackend:
         bound = max(objective, bound)
         proved = status == cp_model.OPTIMAL and limits.gap == 0.0
         work = float(solver.deterministic_time)
+        reason = ""
         if status == cp_model.OPTIMAL:
             term = base.OPTIMAL if proved else base.GAP_LIMIT
             bound = objective if proved else bound
@@ -117,6 +142,7 @@ class CpSatBackend:
             term = base.INFEASIBLE
         elif status == cp_model.MODEL_INVALID:
             term = base.ERROR
+            reason = base.one_line(f"CP-SAT: {solver.status_name(status)} {solver.solution_info()}")
         elif limits.work_limit is not None and work >= limits.work_limit * 0.99:
             term = base.WORK_LIMIT
         else:
@@ -130,6 +156,7 @@ class CpSatBackend:
             wall_s=wall,
             work=work,
             x=x,
+            reason=reason,
         )
 
 

@@ -1,0 +1,98 @@
+"""Run the typer app as the console script does: every error is one `error:` line on stderr, exit 2.
+
+Typer's standalone mode draws usage errors (an unknown option, a value out of range, a missing
+argument) as boxed panels; here the app runs with `standalone_mode=False`, so that those errors come
+back as exceptions and are printed like every other user error: one line naming the option and the
+value, then a pointer to `--help`. Typer vendors its own click (`typer._click`) since 0.2x; older
+versions use click itself.
+"""
+
+from __future__ import annotations
+
+import sys
+from types import ModuleType
+from typing import Any
+
+from origamig.errors import UserError
+
+USAGE_EXIT = 2
+
+
+def _click_exceptions() -> ModuleType:
+    try:
+        from typer._click import exceptions
+    except ImportError:  # typer < 0.20 depends on click instead of vendoring it
+        from click import exceptions
+    return exceptions
+
+
+def _abort_types() -> tuple[type[BaseException], ...]:
+    """Click's `Abort` (Ctrl-C, EOF at a prompt): in typer.exceptions or click.exceptions by version."""
+    import importlib
+
+    found = []
+    for name in ("typer.exceptions", _click_exceptions().__name__):
+        try:
+            found.append(getattr(importlib.import_module(name), "Abort", None))
+        except ImportError:
+            continue
+    return tuple(dict.fromkeys(t for t in found if isinstance(t, type)))
+
+
+def _one_line(text: str) -> str:
+    return "; ".join(part.strip() for part in text.strip().splitlines() if part.strip())
+
+
+def _raw_value(argv: list[str], param: Any) -> str | None:
+    """The value given on the command line for option `param` (its last occurrence), if any."""
+    opts = tuple(getattr(param, "opts", ()) or ()) + tuple(getattr(param, "secondary_opts", ()) or ())
+    if not opts or getattr(param, "param_type_name", "") != "option":
+        return None
+    found = None
+    for i, arg in enumerate(argv):
+        name, eq, value = arg.partition("=")
+        if name in opts:
+            found = value if eq else (argv[i + 1] if i + 1 < len(argv) else None)
+    return found
+
+
+def run(app: Any) -> None:
+    """Run `app` and exit: 0 on success, the command's own code (`typer.Exit`), 2 on any user error."""
+    exc = _click_exceptions()
+    aborts = _abort_types()
+    try:
+        code = app(standalone_mode=False, prog_name="origamig")
+    except UserError as err:
+        for line in err.problems:
+            print(f"error: {line}", file=sys.stderr)
+        sys.exit(err.exit_code)
+    except exc.NoArgsIsHelpError as err:  # `origamig` alone (or a group without a command): its help
+        print(err.format_message())
+        sys.exit(0)
+    except exc.ClickException as err:
+        message = _one_line(err.format_message())
+        raw = _raw_value(sys.argv[1:], getattr(err, "param", None))
+        if raw is not None and repr(raw) not in message and raw not in message:
+            message += f" (got {raw!r})"
+        ctx = getattr(err, "ctx", None)
+        where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+        print(f"error: {message}{where}", file=sys.stderr)
+        sys.exit(USAGE_EXIT)
+    except aborts:
+        print("error: aborted", file=sys.stderr)
+        sys.exit(1)
+    except BrokenPipeError:  # `origamig ... | head`: the reader left; nothing more to say
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def package_version() -> str:
+    """The installed distribution's version (the package's own `__version__` when not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("origamig")
+    except PackageNotFoundError:
+        from origamig import __version__
+
+        return __version__

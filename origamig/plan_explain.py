@@ -1,0 +1,187 @@
+"""Why each move of a plan: from which GPU and start to which, and what it is for.
+
+A plan's steps say what to do; an operator about to live-migrate VMs also wants to know why. For
+every `migrate` and `start` of a plan, `explain` gives the VM's GIs before and after (PM, GPU and
+start slice of each GI) and one reason, the first of these that holds:
+
+- a start: it *admits* the VM;
+- a parking move (moved out of the way and again later): the VM it steps aside for — a later start,
+  else the first later move, whose new GIs overlap the slices it leaves;
+- the PM it leaves is switched off by the plan: *switches off pmX*;
+- a GPU it leaves holds no GI afterwards: *switches off GPU k of pmX*;
+- a later start (else a later move) needs the slices it leaves: *admits vmY* / *makes room for vmY*;
+- otherwise the free starts it gains: *raises the free starts of GPU k of pmX (CF a → b)*, or, if
+  none, *part of the solver's rearrangement of pmX*.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from origamig.datacenter import DataCenter
+from origamig.plan import CreateGi, Migrate, Plan, PowerOff, Start
+from origamig.records import GiSlot, Placement, VmSpec
+
+
+@dataclass(frozen=True)
+class MoveNote:
+    """One VM step of a plan: where its GIs were and go, and why (`step`: the index of its step)."""
+
+    step: int
+    vm: str
+    op: str  # migrate | start
+    parking: bool
+    from_pm: str | None  # None for a start
+    from_gis: tuple[GiSlot, ...]
+    to_pm: str
+    to_gis: tuple[GiSlot, ...]
+    why: str
+
+    def to_dict(self) -> dict[str, Any]:
+        where = None
+        if self.from_pm is not None:
+            where = {"pm": self.from_pm, "gis": [{"gpu": g.gpu, "start": g.start} for g in self.from_gis]}
+        return {
+            "step": self.step,
+            "vm": self.vm,
+            "op": self.op,
+            "parking": self.parking,
+            "from": where,
+            "to": {"pm": self.to_pm, "gis": [{"gpu": g.gpu, "start": g.start} for g in self.to_gis]},
+            "why": self.why,
+        }
+
+    def describe_from(self) -> str:
+        return "—" if self.from_pm is None else _at(self.from_pm, self.from_gis)
+
+    def describe_to(self) -> str:
+        return _at(self.to_pm, self.to_gis)
+
+
+def _at(pm: str, gis: tuple[GiSlot, ...]) -> str:
+    return f"{pm} " + " + ".join(f"gpu{g.gpu}@{g.start}" for g in gis)
+
+
+@dataclass(frozen=True)
+class _Move:
+    step: int
+    vm: str
+    op: str
+    parking: bool
+    src: int | None
+    old: tuple[GiSlot, ...]
+    dst: int
+    new: tuple[GiSlot, ...]
+
+
+def explain(dc: DataCenter, plan: Plan, final: Mapping[str, Placement] | None = None) -> tuple[MoveNote, ...]:
+    """A note per migrate/start step of `plan`, which runs from `dc`'s state (not changed)."""
+    specs: dict[str, VmSpec] = {**dc.pending, **dc.vms}
+    moves = _walk(dc, plan)
+    end = dict(final) if final is not None else dict(plan.final_placement)
+    if not end:
+        end = dict(dc.placement)
+        for m in moves:
+            end[m.vm] = Placement(m.dst, m.new)
+    switched_off = {dc.index[s.pm] for s in plan.steps if isinstance(s, PowerOff)}
+    used_before = {(pl.pm, g.gpu) for pl in dc.placement.values() for g in pl.gis}
+    used_after = {(pl.pm, g.gpu) for pl in end.values() for g in pl.gis}
+    after = DataCenter(dc.pms)
+    for v, pl in end.items():
+        after.place(specs[v], pl)
+    names = [pm.id for pm in dc.pms]
+    notes = []
+    for n, m in enumerate(moves):
+        why = _why(m, moves[n + 1 :], specs, names, switched_off, used_before, used_after, dc, after)
+        notes.append(
+            MoveNote(
+                m.step,
+                m.vm,
+                m.op,
+                m.parking,
+                None if m.src is None else names[m.src],
+                m.old,
+                names[m.dst],
+                m.new,
+                why,
+            )
+        )
+    return tuple(notes)
+
+
+def _walk(dc: DataCenter, plan: Plan) -> list[_Move]:
+    """Each VM's GIs before and after each of its migrate/start steps."""
+    where = {v: (pl.pm, tuple(pl.gis)) for v, pl in dc.placement.items()}
+    created: dict[str, dict[int, GiSlot]] = {}
+    out: list[_Move] = []
+    for i, s in enumerate(plan.steps):
+        if isinstance(s, CreateGi):
+            created.setdefault(s.vm, {})[s.gi] = GiSlot(s.gpu, s.start)
+        elif isinstance(s, Migrate):
+            src, old = where[s.vm]
+            fresh = created.pop(s.vm, {})
+            new = tuple(fresh.get(n, slot) for n, slot in enumerate(old))
+            dst = dc.index[s.to_pm]
+            out.append(_Move(i, s.vm, "migrate", s.parking, src, old, dst, new))
+            where[s.vm] = (dst, new)
+        elif isinstance(s, Start):
+            fresh = created.pop(s.vm, {})
+            new = tuple(fresh[n] for n in sorted(fresh))
+            dst = dc.index[s.pm]
+            out.append(_Move(i, s.vm, "start", s.parking, None, (), dst, new))
+            where[s.vm] = (dst, new)
+    return out
+
+
+def _slices(
+    specs: Mapping[str, VmSpec], vm: str, pm: int, gis: tuple[GiSlot, ...]
+) -> set[tuple[int, int, int]]:
+    out: set[tuple[int, int, int]] = set()
+    for prof, slot in zip(specs[vm].gis, gis, strict=True):
+        out |= {(pm, slot.gpu, u) for u in range(slot.start, slot.start + prof.memory_slices)}
+    return out
+
+
+def _why(
+    m: _Move,
+    later: list[_Move],
+    specs: Mapping[str, VmSpec],
+    names: list[str],
+    switched_off: set[int],
+    used_before: set[tuple[int, int]],
+    used_after: set[tuple[int, int]],
+    before: DataCenter,
+    after: DataCenter,
+) -> str:
+    if m.op == "start":
+        return f"admits {m.vm}"
+    assert m.src is not None
+    freed = _slices(specs, m.vm, m.src, m.old) - _slices(specs, m.vm, m.dst, m.new)
+    helped = [u for u in later if u.vm != m.vm and _slices(specs, u.vm, u.dst, u.new) & freed]
+    beneficiary = next((u for u in helped if u.op == "start"), helped[0] if helped else None)
+    src = names[m.src]
+    if m.parking:
+        aside = f" for {beneficiary.vm}" if beneficiary is not None else ""
+        return f"parking: steps aside{aside}, moved again later"
+    if m.src != m.dst and m.src in switched_off:
+        return f"switches off {src}"
+    emptied = sorted(
+        {g.gpu for g in m.old if (m.src, g.gpu) in used_before and (m.src, g.gpu) not in used_after}
+    )
+    if emptied:
+        return " and ".join(f"switches off GPU {k} of {src}" for k in emptied)
+    if beneficiary is not None:
+        if beneficiary.op == "start":
+            return f"admits {beneficiary.vm} (makes room for it)"
+        return f"makes room for {beneficiary.vm}"
+    gains = [
+        (after.cf(m.src, k) - before.cf(m.src, k), k)
+        for k in sorted({g.gpu for g in m.old})
+        if after.cf(m.src, k) > before.cf(m.src, k)
+    ]
+    if gains:
+        _, k = max(gains)
+        return f"raises the free starts of GPU {k} of {src} (CF {before.cf(m.src, k)} → {after.cf(m.src, k)})"
+    return f"part of the solver's rearrangement of {src}"

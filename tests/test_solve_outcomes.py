@@ -1,0 +1,228 @@
+"""`solve` says what happened: a solver that stopped at its limit or failed is never reported as an
+answer, a pending VM is rejected only when that is certain (and says why), exit codes tell them
+apart, and the plan explains each move; `--script` writes the dry-run shell script."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import os
+import stat
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from cli_helpers import run_main
+from referencing import Registry, Resource
+
+import origamig.snapshot_solve as snapshot_solve
+from origamig.bilp import Limits
+from origamig.bilp.backends.base import SOLUTION_FEASIBLE
+from origamig.decision import Status
+from origamig.plan_render import render_shell
+from origamig.snapshot import load_snapshot, parse_snapshot, schema_path
+from origamig.snapshot_solve import solve_snapshot
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+FIG1C = EXAMPLES / "fig1c-compaction.json"
+
+
+@functools.cache
+def validator() -> jsonschema.Draft202012Validator:
+    schemas = {n: json.loads(schema_path(n).read_text()) for n in ("solve", "plan")}
+    registry = Registry().with_resources(
+        [(s["$id"], Resource.from_contents(s)) for s in schemas.values()]
+        + [("plan.schema.json", Resource.from_contents(schemas["plan"]))]
+    )
+    return jsonschema.Draft202012Validator(schemas["solve"], registry=registry)
+
+
+def solve(path: Path, *args: str) -> tuple[int, dict[str, Any], str]:
+    code, out, err = run_main(["solve", str(path), "--json", *args])
+    doc = json.loads(out)
+    validator().validate(doc)
+    return code, doc, err
+
+
+def write(tmp_path: Path, doc: dict[str, Any], name: str = "s.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(doc))
+    return path
+
+
+# --- a solver that stopped is not an answer ---------------------------------------------------------
+def test_a_time_out_is_stopped_at_limit_exit_3_and_the_pending_vm_waits(tmp_path: Path) -> None:
+    # Before: `unchanged: nothing strictly better was found`, exit 0, and vmP "rejected".
+    out = tmp_path / "out.json"
+    code, doc, _ = solve(FIG1C, "--neighborhood", "all", "--time-limit", "0", "--out", str(out))
+    assert code == 3 and doc["status"] == "stopped_at_limit"
+    assert doc["solver"]["stopped_at_limit"] and not doc["solver"]["proved_optimal"]
+    assert "without proving optimality (gap" in doc["status_reason"]
+    assert doc["rejected"] == [] and doc["waiting"] == ["vmP"] and doc["plan"] == []
+    assert "not proved optimal" in doc["waiting_reasons"]["vmP"]
+    assert load_snapshot(out).placement == load_snapshot(FIG1C).placement  # the state stays
+
+
+def test_the_text_status_line_says_it_stopped(tmp_path: Path) -> None:
+    code, out, _ = run_main(["solve", str(FIG1C), "--neighborhood", "all", "--time-limit", "0"])
+    assert code == 3
+    status = next(line for line in out.splitlines() if line.startswith("status:"))
+    assert status.startswith("status: stopped_at_limit: the solver stopped at its time limit")
+    assert "unchanged" not in out and "waiting: vmP" in out
+
+
+def test_cpsat_stopping_at_its_work_limit_is_stopped_at_limit_with_the_gap() -> None:
+    snap = load_snapshot(EXAMPLES / "mixed-a100-a30.json")
+    limits = Limits(time_limit_s=None, deterministic=True, work_limit=1e-4, threads=1)
+    outcome = solve_snapshot(snap, solver="cpsat", limits=limits, neighborhood="all")
+    res = outcome.solution.result
+    assert not res.proved_optimal and res.gap is not None and res.gap > 0
+    assert outcome.status is Status.STOPPED_AT_LIMIT
+    assert f"gap {100 * res.gap:.2f}%" in outcome.note
+    assert not outcome.rejected or all("fits no PM" in outcome.reasons[v] for v in outcome.rejected)
+
+
+@pytest.mark.parametrize("solver", ["highs", "cpsat"])
+def test_a_solver_error_is_solver_error_exit_4_with_its_reason(tmp_path: Path, solver: str) -> None:
+    doc = json.loads(FIG1C.read_text())
+    doc["pms"][0]["cpu"] = 1e38  # valid JSON and a valid snapshot, but no solver can take it
+    code, out, _ = solve(write(tmp_path, doc), "--neighborhood", "all", "--solver", solver)
+    assert code == 4 and out["status"] == "solver_error"
+    assert out["solver"]["termination"] == "error" and out["solver"]["reason"]
+    assert out["status_reason"].startswith("the solver failed: ")
+    assert out["waiting"] == ["vmP"] and out["rejected"] == [] and out["plan"] == []
+
+
+def test_an_unproved_improvement_is_applied_but_says_so(monkeypatch) -> None:
+    real = snapshot_solve.decide
+
+    def unproved(*args: Any, **kwargs: Any) -> Any:
+        d = real(*args, **kwargs)
+        res = replace(d.solution.result, solution_status=SOLUTION_FEASIBLE, termination="time_limit")
+        return replace(d, solution=replace(d.solution, result=res))
+
+    monkeypatch.setattr(snapshot_solve, "decide", unproved)
+    doc = json.loads((EXAMPLES / "fragmented-a100.json").read_text())
+    doc["vms"].append({"id": "huge", "cpu": 500, "ram_gb": 1, "gis": ["1g.5gb"]})
+    # `later` fits an empty PM, but the (really optimal) solution does not admit it.
+    doc["vms"].append({"id": "later", "cpu": 80, "ram_gb": 512, "gis": ["7g.40gb"]})
+    outcome = solve_snapshot(parse_snapshot(doc), limits=Limits(time_limit_s=5), neighborhood="all")
+    assert outcome.status is Status.IMPROVED and "not proved optimal" in outcome.note
+    assert outcome.admitted == ("vm5",)
+    assert outcome.rejected == ("huge",)  # certain: no PM has 500 cores
+    assert outcome.waiting == ("later",)  # not certain: the solution is not proved optimal
+    assert "not proved optimal" in outcome.reasons["later"]
+
+
+# --- every rejection carries its reason -------------------------------------------------------------
+def cluster_with_impossible_vms() -> dict[str, Any]:
+    doc = json.loads((EXAMPLES / "fragmented-a100.json").read_text())
+    doc = copy.deepcopy(doc)
+    doc["vms"] += [
+        {"id": "huge", "cpu": 500, "ram_gb": 16, "gis": ["1g.5gb"]},
+        {"id": "threeseven", "cpu": 4, "ram_gb": 16, "gis": ["7g.40gb", "7g.40gb", "7g.40gb"]},
+    ]
+    return doc
+
+
+@pytest.mark.parametrize("neighborhood", ["auto", "all"])
+def test_a_vm_that_fits_no_pm_is_rejected_with_why(tmp_path: Path, neighborhood: str) -> None:
+    # Before: the 500-core VM was "valid" for check and silently rejected by solve.
+    code, doc, _ = solve(write(tmp_path, cluster_with_impossible_vms()), "--neighborhood", neighborhood)
+    assert code == 0 and doc["status"] == "improved" and doc["admitted"] == ["vm5"]
+    assert doc["rejected"] == ["huge", "threeseven"]
+    assert doc["rejected_reasons"] == {
+        "huge": "fits no PM even when empty: no PM has 500 cores (the largest has 80)",
+        "threeseven": "fits no PM even when empty: no PM has A100-40GB GPUs that can hold 7g.40gb + 7g.40gb "
+        "+ 7g.40gb at once",
+    }
+    assert set(doc["rejected_reasons"]) == set(doc["rejected"])
+    assert set(doc["waiting_reasons"]) == set(doc["waiting"])
+
+
+def test_the_text_output_gives_each_rejection_its_reason(tmp_path: Path) -> None:
+    code, out, _ = run_main(["solve", str(write(tmp_path, cluster_with_impossible_vms()))])
+    assert code == 0
+    assert "rejected: huge — fits no PM even when empty: no PM has 500 cores (the largest has 80)" in out
+
+
+# --- the plan explains itself -----------------------------------------------------------------------
+def test_each_move_says_from_where_to_where_and_why() -> None:
+    code, doc, _ = solve(FIG1C, "--neighborhood", "all")
+    assert code == 0 and doc["status"] == "improved"
+    steps = doc["plan"]
+    moves = doc["moves"]
+    assert [m["step"] for m in moves] == [i for i, s in enumerate(steps) if s["op"] in ("migrate", "start")]
+    snap = json.loads(FIG1C.read_text())
+    start = {v["id"]: v["placement"] for v in snap["vms"] if "placement" in v}
+    seen: dict[str, Any] = {}
+    for m in moves:  # each move starts where the VM was (the snapshot, or its previous move)
+        assert m["from"] == seen.get(m["vm"], start.get(m["vm"]))
+        seen[m["vm"]] = m["to"]
+    assert seen == {v: doc["placement"][v] for v in seen}  # and the last move ends in the placement
+    why = {(m["vm"], m["parking"]): m["why"] for m in moves}
+    assert why[("vmA", True)] == "parking: steps aside for vmP, moved again later"  # vmP starts at 3
+    assert why[("vmA", False)] == "switches off pm1"
+    assert why[("vmP", False)] == "admits vmP"
+
+
+def test_a_move_that_empties_a_gpu_says_which() -> None:
+    code, doc, _ = solve(EXAMPLES / "mixed-a100-a30.json", "--neighborhood", "all")
+    assert code == 0 and doc["status"] == "improved"
+    whys = [m["why"] for m in doc["moves"]]
+    assert any(w.startswith("switches off ") for w in whys), whys
+    assert all(w for w in whys)
+
+
+def test_the_plan_table_has_a_parking_header_and_the_reasons() -> None:
+    code, out, _ = run_main(["solve", str(FIG1C), "--neighborhood", "all"])
+    assert code == 0
+    header = next(line for line in out.splitlines() if "┃ op" in line)
+    assert "parking" in header
+    assert "why each move" in out and "pm0 gpu0@0" in out and "switches off pm1" in out
+
+
+# --- --script -------------------------------------------------------------------------------------
+def test_script_writes_the_dry_run_shell_script(tmp_path: Path) -> None:
+    script = tmp_path / "plan.sh"
+    old = os.umask(0o022)
+    try:
+        code, _, err = run_main(["solve", str(FIG1C), "--neighborhood", "all", "--script", str(script)])
+    finally:
+        os.umask(old)
+    assert code == 0, err
+    assert stat.S_IMODE(script.stat().st_mode) == 0o755
+    text = script.read_text()
+    assert text.startswith("#!/bin/sh\n# origamig solve: improved: gain +40")
+    assert "# vmA: pm1 gpu0@0 -> pm0 gpu0@4; why: switches off pm1" in text
+    subprocess.run(["sh", "-n", str(script)], check=True)
+    ran = subprocess.run(["sh", str(script)], capture_output=True, text=True, check=True)
+    assert "+ bmc-power on --pm pm1" in ran.stdout and ran.stdout.rstrip().endswith("plan complete")
+
+
+def test_script_of_a_run_that_changes_nothing_has_no_step(tmp_path: Path) -> None:
+    script = tmp_path / "plan.sh"
+    code, _, _ = run_main(
+        ["solve", str(FIG1C), "--neighborhood", "all", "--time-limit", "0", "--script", str(script)]
+    )
+    assert code == 3
+    text = script.read_text()
+    assert "# origamig solve: stopped_at_limit:" in text and "# step" not in text
+
+
+def test_ids_cannot_break_out_of_the_script(tmp_path: Path) -> None:
+    marker = tmp_path / "owned"
+    doc = json.loads(FIG1C.read_text())
+    evil = f"vmP\ntouch {marker}; #"
+    doc["vms"][4]["id"] = evil
+    snap = parse_snapshot(doc)
+    outcome = solve_snapshot(snap, limits=Limits(time_limit_s=5), neighborhood="all")
+    assert evil in outcome.admitted
+    script = tmp_path / "plan.sh"
+    script.write_text(render_shell(outcome.plan.steps, snap.datacenter(), outcome.moves))
+    ran = subprocess.run(["sh", str(script)], capture_output=True, text=True, check=True)
+    assert ran.stdout.rstrip().endswith("plan complete") and not marker.exists()
