@@ -286,13 +286,13 @@ def main(args: argparse.Namespace) -> None:
         chosen = [scale.fleet]
     else:
         chosen = fleets(tuple(args.fleets.split(",")) if args.fleets else FLEET_FILES)
+    kept_study = _stored_study(scale, args.out) if args.replot or args.no_calls else {}  # before a rerun
     if args.replot or args.calls_only:  # the stored runs as they are (derived with each fleet's size)
         done = json.loads((args.out / f"fleets-{scale.name}.json").read_text())
         sw = Sweep("fleets", scale, cells(scale, chosen), runs=done["runs"], wall_s=done.get("wall_s") or 0.0)
     else:
         sw = sweep.run_or_load("fleets", scale, cells(scale, chosen), args)
-    stored = _stored_study(scale, args.out) if args.replot or args.no_calls else {}
-    study = stored or ({} if args.no_calls else call_study(chosen, scale))
+    study = kept_study or ({} if args.no_calls else call_study(chosen, scale))
     path, md, png = write(sw, chosen, study, args.out)
     print(f"{describe(scale, chosen)}\nwall time {sw.wall_s:.0f} s; wrote {path}, {md} and {png}")
 

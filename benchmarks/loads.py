@@ -24,6 +24,8 @@ import paper_values as paper
 import sweep
 from sweep import Cell, Scale, Shown, Sweep
 
+from origamig.errors import UserError
+
 QUICK = dataclasses.replace(sweep.QUICK, seeds=(1, 2))
 FULL = dataclasses.replace(sweep.FULL, seeds=tuple(range(1, paper.PAPER_SEEDS_LOADS + 1)))
 QUICK_LOADS = (0.5, 0.75, 1.0)
@@ -196,7 +198,12 @@ def main(args: argparse.Namespace) -> None:
     loads = paper.PAPER_LOADS if args.full else QUICK_LOADS
     if args.loads:
         loads = tuple(float(x) for x in args.loads.split(","))
-    sw = sweep.run_or_load("loads", scale, cells(scale, loads), args)
+    policies = tuple(args.policies.split(",")) if args.policies else paper.POLICIES
+    unknown = sorted(set(policies) - set(paper.POLICIES))
+    if unknown:
+        raise UserError(f"--policies: unknown {', '.join(unknown)} (known: {', '.join(paper.POLICIES)})")
+    sw = sweep.run_or_load("loads", scale, cells(scale, loads, policies), args)
+    loads = tuple(sorted({*loads, *(float(c.col) for c in sw.cells)}))  # with loads run by earlier commands
     findings = analyse(sw, loads)
     print_tables(sw, loads, findings)
     extra = {"loads": list(loads), "findings": findings, "paper": {"table8": paper.TABLE8}}
@@ -209,5 +216,10 @@ if __name__ == "__main__":
     p = sweep.parser(__doc__ or "", QUICK, FULL)
     p.add_argument(
         "--loads", default=None, help="comma-separated loads (default: 0.5,0.75,1.0 quick; 6 full)"
+    )
+    p.add_argument(
+        "--policies",
+        default=None,
+        help="comma-separated policies to run now (default all); the tables show every stored run",
     )
     sweep.main_wrapper(main, p.parse_args())

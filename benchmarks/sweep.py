@@ -15,6 +15,8 @@ data center and workload instead of the paper's (its own PM count; results `<nam
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import hashlib
 import json
 import math
 import os
@@ -29,6 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from origamig.errors import UserError
 from origamig.sim.aggregate import mean_ci
 from origamig.sim.fleet import Fleet, fleet_from_dict
 from origamig.sim.metrics import METRIC_NAMES
@@ -99,8 +102,11 @@ class Scale:
 # interrupted half of the calls in a first trial), a node budget that almost never binds instead.
 QUICK = Scale("quick", pms=32, warmup_h=24, measure_h=24, seeds=(1, 2), time_limit_s=None,
               deterministic=True, work_limit=100)  # fmt: skip
-FULL = Scale("full", pms=128, warmup_h=48, measure_h=72, seeds=(1, 2, 3, 4, 5), time_limit_s=10.0,
-             deterministic=False, work_limit=None, threads=None)  # fmt: skip
+# Full runs are the paper's size with the same reproducible call budget as quick runs: the results do
+# not depend on the machine's load, so a sweep can run for days in the background, resume, and be
+# recomputed exactly; call times are modeled from the work spent (docs/model.md#solvers).
+FULL = Scale("full", pms=128, warmup_h=48, measure_h=72, seeds=(1, 2, 3, 4, 5), time_limit_s=None,
+             deterministic=True, work_limit=100)  # fmt: skip
 SMOKE = Scale("smoke", pms=8, warmup_h=2, measure_h=2, seeds=(1,), time_limit_s=None,
               deterministic=True, work_limit=20)  # fmt: skip
 
@@ -117,6 +123,10 @@ class Cell:
 
     def spec(self) -> RunSpec:
         return RunSpec(self.config, self.policy, self.seed)
+
+    @property
+    def key(self) -> str:
+        return cell_key(self.row, self.col, self.policy, self.seed, self.config)
 
 
 @dataclass
@@ -155,6 +165,49 @@ class Sweep:
 
 
 # --- running ---------------------------------------------------------------------------------------
+def cell_key(row: str, col: str, policy: str, seed: int, config: SimConfig) -> str:
+    """What identifies a finished run in a results file: row, column, policy, seed and a fingerprint
+    of the whole configuration (scale, load, variant, options), so a changed setting never reuses it."""
+    fields = json.dumps(
+        _clean(_without_unset_hardware(dataclasses.asdict(config))), sort_keys=True, default=str
+    )
+    digest = hashlib.sha1(fields.encode()).hexdigest()[:12]
+    return f"{row}|{col}|{policy}|{seed}|{digest}"
+
+
+def _without_unset_hardware(fields: dict[str, Any]) -> dict[str, Any]:
+    """`fields` without an unset `fleet` / `snapshot`: a run on the paper's data center keeps the
+    fingerprint it had before fleets existed, so stored sweeps resume."""
+    return {k: v for k, v in fields.items() if not (k in ("fleet", "snapshot") and v is None)}
+
+
+def results_path(name: str, scale: Scale, out_dir: Path = RESULTS) -> Path:
+    return out_dir / f"{name}-{scale.name}.json"
+
+
+def stored_runs(name: str, scale: Scale, out_dir: Path = RESULTS) -> list[dict[str, Any]]:
+    """The runs already in <out_dir>/<name>-<scale>.json (finished cells of earlier invocations).
+
+    A file written at another setting of the same scale name (PMs, hours, solver budget) is refused
+    rather than mixed: its runs would not be comparable."""
+    path = results_path(name, scale, out_dir)
+    if not path.exists():
+        return []
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise UserError(f"{path}: cannot read stored results ({exc}); move it away to start afresh") from None
+    stored = {k: v for k, v in _without_unset_hardware(doc.get("scale") or {}).items() if k != "seeds"}
+    wanted = {k: v for k, v in _without_unset_hardware(_clean(asdict(scale))).items() if k != "seeds"}
+    if stored != wanted:
+        diff = ", ".join(
+            f"{k}: {stored.get(k)!r} there, {wanted[k]!r} now" for k in wanted if stored.get(k) != wanted[k]
+        )
+        raise UserError(f"{path}: holds runs at another setting ({diff}); move it away or use --out")
+    runs = [r for r in doc.get("runs", []) if r.get("cell")]
+    return runs
+
+
 def run(
     name: str,
     scale: Scale,
@@ -162,36 +215,46 @@ def run(
     workers: int = 2,
     scheduler: str | None = None,
     show_progress: bool = True,
+    out_dir: Path | None = None,
 ) -> Sweep:
-    """Run every cell (longest-looking first, so that the pool drains evenly) and collect the runs."""
-    order = sorted(range(len(cells)), key=lambda i: cells[i].policy != "origamig")
-    specs = [cells[i].spec() for i in order]
-    sweep = Sweep(name, scale, list(cells))
-    records: dict[int, dict[str, Any]] = {}
+    """Run every cell not yet finished (longest-looking first, so that the pool drains evenly).
+
+    With `out_dir`, the runs already stored in its results file are kept and their cells skipped,
+    and the file is rewritten after every finished cell (atomically), so an interrupted sweep loses
+    at most the cells that were running and a rerun of the same command resumes it. The sweep holds
+    every stored run of this scale, not only this command's cells."""
+    stored = stored_runs(name, scale, out_dir) if out_dir is not None else []
+    done_keys = {r["cell"] for r in stored}
+    todo = [c for c in cells if c.key not in done_keys]
+    order = sorted(range(len(todo)), key=lambda i: todo[i].policy != "origamig")
+    specs = [todo[i].spec() for i in order]
+    sweep = Sweep(name, scale, [*_cells_of(stored, scale), *(c for c in cells if c.key not in done_keys)])
+    sweep.runs = list(stored)
+    sweep.wall_s = sum(float(r.get("wall_s") or 0.0) for r in stored)
     t0 = time.perf_counter()
-    with _progress(show_progress) as bar:
+    if len(todo) < len(cells):
+        print(f"{name}: {len(cells) - len(todo)} of {len(cells)} cells already in the results file, skipped")
+    with _progress(show_progress and bool(todo)) as bar:
         task = bar.add_task(f"{name} ({scale.name})", total=len(specs)) if bar else None
 
         def done(i: int, result: Any) -> None:
-            cell = cells[order[i]]
-            records[order[i]] = _record(cell, result)
+            cell = todo[order[i]]
+            sweep.runs.append(_record(cell, result))
+            if out_dir is not None:
+                write_partial(sweep, out_dir)
             if bar is not None:
                 bar.update(task, advance=1, description=f"{name}: {cell.row} {cell.col} seed {cell.seed}")
 
         run_all(specs, workers=workers, scheduler=scheduler, done=done)
-    sweep.wall_s = time.perf_counter() - t0
-    sweep.runs = [records[i] for i in range(len(cells)) if i in records]
+    sweep.wall_s += time.perf_counter() - t0
+    position = {c.key: n for n, c in enumerate(sweep.cells)}
+    sweep.runs.sort(key=lambda r: position.get(r["cell"], len(position)))
     return sweep
 
 
-def load_sweep(name: str, scale: Scale, out_dir: Path = RESULTS) -> Sweep:
-    """The sweep stored in <out_dir>/<name>-<scale>.json (to redo its tables and figure without running)."""
-    path = out_dir / f"{name}-{scale.name}.json"
-    doc = json.loads(path.read_text())
-    stored = dict(doc["scale"], seeds=tuple(doc["scale"]["seeds"]))
-    stored["fleet"] = fleet_from_dict(stored["fleet"]) if stored.get("fleet") else None
-    scale = Scale(**stored)
-    cells = [
+def _cells_of(runs: Sequence[dict[str, Any]], scale: Scale) -> list[Cell]:
+    """The cells of stored runs, rebuilt from their records."""
+    return [
         Cell(
             r["row"],
             r["col"],
@@ -203,18 +266,49 @@ def load_sweep(name: str, scale: Scale, out_dir: Path = RESULTS) -> Sweep:
             ),
             r["seed"],
         )
-        for r in doc["runs"]
+        for r in runs
     ]
-    for run, cell in zip(doc["runs"], cells, strict=True):
-        derive(run, cell.config)
+
+
+def list_cells(name: str, scale: Scale, cells: Sequence[Cell], out_dir: Path = RESULTS) -> None:
+    """Print every cell of the command, finished or left, and the stored cells of other commands."""
+    stored = {r["cell"]: r for r in stored_runs(name, scale, out_dir)}
+    wanted = {c.key for c in cells}
+    left = 0
+    for c in cells:
+        run_ = stored.get(c.key)
+        state = f"done ({run_['wall_s']:.0f} s)" if run_ else "left"
+        left += run_ is None
+        print(f"{c.row:<28} {c.col:<10} seed {c.seed:<3} {state}")
+    others = [k for k in stored if k not in wanted]
+    print(f"{len(cells) - left} of {len(cells)} cells done, {left} left; "
+          f"{len(others)} other cells stored in {results_path(name, scale, out_dir)}")  # fmt: skip
+
+
+def load_sweep(name: str, scale: Scale, out_dir: Path = RESULTS) -> Sweep:
+    """The sweep stored in <out_dir>/<name>-<scale>.json (to redo its tables and figure without running)."""
+    path = results_path(name, scale, out_dir)
+    doc = json.loads(path.read_text())
+    stored = dict(doc["scale"], seeds=tuple(doc["scale"]["seeds"]))
+    stored["fleet"] = fleet_from_dict(stored["fleet"]) if stored.get("fleet") else None
+    scale = Scale(**stored)
+    cells = _cells_of(doc["runs"], scale)
+    for run_, cell in zip(doc["runs"], cells, strict=True):
+        derive(run_, cell.config)
     return Sweep(name, scale, cells, runs=list(doc["runs"]), wall_s=float(doc.get("wall_s") or 0.0))
 
 
 def run_or_load(name: str, scale: Scale, cells: Sequence[Cell], args: argparse.Namespace) -> Sweep:
-    """`run` the cells, or with `--replot` read the stored results of this scale instead."""
+    """`run` the cells not yet in the results file (`--fresh`: all of them, starting a new file), or
+    with `--replot` read the stored results of this scale instead; `--cells` lists the cells and exits."""
+    if getattr(args, "cells", False):
+        list_cells(name, scale, cells, args.out)
+        raise SystemExit(0)
     if getattr(args, "replot", False):
         return load_sweep(name, scale, args.out)
-    return run(name, scale, cells, args.workers, args.scheduler, not args.no_progress)
+    if getattr(args, "fresh", False):
+        results_path(name, scale, args.out).unlink(missing_ok=True)
+    return run(name, scale, cells, args.workers, args.scheduler, not args.no_progress, args.out)
 
 
 class _NoBar:
@@ -241,6 +335,7 @@ def _progress(show: bool) -> Any:
 
 def _record(cell: Cell, result: Any) -> dict[str, Any]:
     record = {
+        "cell": cell.key,
         "row": cell.row,
         "col": cell.col,
         "policy": cell.policy,
@@ -329,8 +424,6 @@ def summary(sweep: Sweep) -> list[dict[str, Any]]:
 
 def write_json(sweep: Sweep, extra: dict[str, Any], out_dir: Path = RESULTS) -> Path:
     """benchmarks/results/<name>-<scale>.json: the scale, every run, the summary and `extra`."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{sweep.name}-{sweep.scale.name}.json"
     doc = {
         "benchmark": sweep.name,
         "scale": asdict(sweep.scale),
@@ -341,7 +434,27 @@ def write_json(sweep: Sweep, extra: dict[str, Any], out_dir: Path = RESULTS) -> 
         "summary": summary(sweep),
         **extra,
     }
-    path.write_text(json.dumps(_clean(doc), indent=1) + "\n")
+    return _write(results_path(sweep.name, sweep.scale, out_dir), doc)
+
+
+def write_partial(sweep: Sweep, out_dir: Path = RESULTS) -> Path:
+    """The results file of an unfinished sweep: its scale and the runs finished so far."""
+    doc = {
+        "benchmark": sweep.name,
+        "scale": asdict(sweep.scale),
+        "scale_text": sweep.scale.describe(),
+        "partial": True,
+        "runs": sweep.runs,
+    }
+    return _write(results_path(sweep.name, sweep.scale, out_dir), doc)
+
+
+def _write(path: Path, doc: dict[str, Any]) -> Path:
+    """Write `doc` as JSON through a temporary file and a rename: never half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(_clean(doc), indent=1) + "\n")
+    os.replace(tmp, path)
     return path
 
 
@@ -444,7 +557,7 @@ def parser(description: str, quick: Scale = QUICK, full: Scale = FULL) -> argpar
     )
     p.add_argument("--workers", type=int, default=2, help="parallel processes (default 2)")
     p.add_argument("--scheduler", default=None, help="run on a Dask cluster: tcp://HOST:PORT")
-    p.add_argument("--seeds", type=int, default=None, help="override the number of seeds (1..N)")
+    p.add_argument("--seeds", default=None, help="seeds: N (1..N), A..B or 1,2,3 (default: the scale's)")
     p.add_argument(
         "--solver", choices=backend_names(), default=None, help="OrigaMIG's solver (default highs)"
     )
@@ -453,6 +566,12 @@ def parser(description: str, quick: Scale = QUICK, full: Scale = FULL) -> argpar
     )
     p.add_argument("--no-progress", action="store_true", help="no live progress bar")
     p.add_argument("--replot", action="store_true", help="redo table/figure from the stored JSON, no runs")
+    p.add_argument(
+        "--cells", action="store_true", help="list the cells of this command, done or left, and exit"
+    )
+    p.add_argument(
+        "--fresh", action="store_true", help="discard the stored results of this scale and run every cell"
+    )
     p.add_argument("--out", type=Path, default=RESULTS, help=f"results folder (default {RESULTS})")
     return p
 
@@ -460,9 +579,7 @@ def parser(description: str, quick: Scale = QUICK, full: Scale = FULL) -> argpar
 def scale_from(args: argparse.Namespace, quick: Scale, full: Scale) -> Scale:
     chosen = full if args.full else quick
     if args.seeds is not None:
-        if args.seeds < 1:
-            raise SystemExit(f"error: --seeds: {args.seeds} must be at least 1")
-        chosen = replace(chosen, seeds=tuple(range(1, args.seeds + 1)))
+        chosen = replace(chosen, seeds=parse_seeds(args.seeds))
     if getattr(args, "solver", None):
         chosen = replace(chosen, solver=args.solver)
     if getattr(args, "fleet", None):
@@ -471,6 +588,23 @@ def scale_from(args: argparse.Namespace, quick: Scale, full: Scale) -> Scale:
         fleet = load_fleet(args.fleet)
         chosen = replace(chosen, name=f"{chosen.name}-{fleet.name}", pms=fleet.pm_count, fleet=fleet)
     return chosen
+
+
+def parse_seeds(text: str) -> tuple[int, ...]:
+    """`--seeds`: `N` (seeds 1..N), `A..B`, or a comma-separated list such as `6,7,8`."""
+    seeds: list[int] = []
+    try:
+        if text.strip().isdigit():
+            seeds = list(range(1, int(text) + 1))
+        else:
+            for part in text.split(","):
+                lo, sep, hi = part.strip().partition("..")
+                seeds.extend(range(int(lo), int(hi) + 1) if sep else [int(lo)])
+    except ValueError:
+        raise UserError(f"--seeds: {text!r} is not N, A..B or a list such as 1,2,3") from None
+    if not seeds or min(seeds) < 1:
+        raise UserError(f"--seeds: {text!r} must name seeds of at least 1")
+    return tuple(dict.fromkeys(seeds))
 
 
 def gpus_of(scale: Scale, variant: str = "default") -> int:

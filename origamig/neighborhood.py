@@ -7,9 +7,11 @@ the oldest pending VM. N̂ = VMs on M̂ plus the pending VMs whose first PM is i
 
 Consolidation call for class h: sources S = active PMs of class h, fewest VMs first, kept only if
 emptying them is worth their VMs' migrations (b_j + Σ e_jk > w·CF_j + Σ 2δ_i); receivers R = the
-other active PMs of class h plus the active PMs without GPUs; at most M_max/2 sources; while some
-source cannot be emptied into R (a count test that ignores start slices), the last source becomes
-a receiver.
+other active PMs of class h plus the active PMs without GPUs, most free memory slices first; at most
+M_max/2 sources; M̂ = S, then R, up to the limits. The loop "while some source cannot be emptied into
+R, drop the last source" (a count test that ignores start slices) changes S only, not M̂, so by
+default the call runs on M̂ whatever S ends as; the `SOURCES` reading instead skips the call when no
+source survives the loop.
 
 Limits: at most `m_max` PMs; a PM whose VMs would raise |N̂| above `n_max` is skipped, except the
 first PM chosen for the oldest pending VM. With `bound="vms"` only `n_max` bounds a neighborhood
@@ -256,10 +258,36 @@ def _place_counts(dc, vm, receivers, cpu, ram, mem, comp) -> bool:
     return False
 
 
+# How a consolidation neighborhood is read from Algorithm 1 (the `consolidation` policy option).
+FILL = "fill"  # lines 17-22 as written: M̂ = S then R, up to M_max, even when no source survives
+SOURCES = "sources"  # an earlier reading: no call unless some source can be emptied into R
+CONSOLIDATION_READINGS = (FILL, SOURCES)
+
+
 def select_consolidation(
-    dc: DataCenter, gpu_class: str, weights: Weights, bounds: Bounds, locked: frozenset[int] = frozenset()
+    dc: DataCenter,
+    gpu_class: str,
+    weights: Weights,
+    bounds: Bounds,
+    locked: frozenset[int] = frozenset(),
+    reading: str = FILL,
+    visited: frozenset[int] = frozenset(),
+    spill: bool = False,
 ) -> Neighborhood:
-    """Algorithm 1, ConsolidationCall(h)."""
+    """Algorithm 1, ConsolidationCall(h).
+
+    `visited`: receivers to pass over (the rotating variant: PMs that earlier calls since the last
+    change already held; sources are kept). `spill`: sources beyond the M_max/2 kept in S may serve
+    as receivers (as written, R holds only PMs that failed the source filter).
+
+    `FILL` (default): line 20 fills M̂ with the kept sources, then the receivers, before the loop of
+    lines 21-22, and that loop only shrinks S — so the call runs on up to M_max active PMs of the class
+    even when no source is worth emptying or none can be emptied; the BILP may still switch off a GPU
+    by moving GIs inside a PM, or empty a PM that the count test did not expect to empty.
+    `SOURCES`: the neighborhood is empty (no call) unless some source survives the loop.
+    """
+    if reading not in CONSOLIDATION_READINGS:
+        raise ValueError(f"reading {reading!r}: choose from {', '.join(CONSOLIDATION_READINGS)}")
     members = [j for j in dc.class_pms.get(gpu_class, []) if dc.is_active(j) and j not in locked]
     sources = sorted(members, key=lambda j: (dc.vm_count(j), j))
     sources = [j for j in sources if source_worth_emptying(dc, j, weights)]
@@ -267,7 +295,6 @@ def select_consolidation(
     receivers = [j for j in members if j not in source_set]
     if gpu_class != NO_GPU_CLASS:
         receivers += [j for j in dc.class_pms.get(NO_GPU_CLASS, []) if dc.is_active(j) and j not in locked]
-    receivers.sort(key=lambda j: (-_free_memory_slices(dc, j), -dc.free_cpu_m(j), j))
     b = _Builder(dc, bounds)
     kept_sources: list[int] = []
     for j in sources:
@@ -275,12 +302,18 @@ def select_consolidation(
             break
         if b.add(j):
             kept_sources.append(j)
+    if spill:
+        receivers += [j for j in sources if j not in b.chosen]
+    receivers = [j for j in receivers if j not in visited]
+    receivers.sort(key=lambda j: (-_free_memory_slices(dc, j), -dc.free_cpu_m(j), j))
     kept_receivers: list[int] = []
     for j in receivers:
         if b.full:
             break
         if b.add(j):
             kept_receivers.append(j)
+    if reading == FILL:
+        return Neighborhood(tuple(b.pms), (), (), "consolidation", gpu_class)
     while kept_sources and not _can_empty(dc, kept_sources, kept_receivers):
         kept_receivers.append(kept_sources.pop())
     if not kept_sources:

@@ -104,7 +104,9 @@ def test_ablation_rows_cover_table11() -> None:
     # Time-limit rows in deterministic runs: the node budget scales by t / 10 s (100 nodes · 1/10 = 10).
     quick = dataclasses.replace(sweep.QUICK, work_limit=100)
     assert ablation.row_options(quick, "tl-1") == {"work_limit": 10.0}
-    assert ablation.row_options(sweep.FULL, "tl-30") == {"time_limit_s": 30.0}
+    assert ablation.row_options(sweep.FULL, "tl-30") == {"work_limit": 300.0}
+    wall = dataclasses.replace(sweep.FULL, deterministic=False, time_limit_s=10.0, work_limit=None)
+    assert ablation.row_options(wall, "tl-30") == {"time_limit_s": 30.0}
     assert ablation.row_options(quick, "mmax-8") == {"m_max": 8, "n_max": 32}
 
 
@@ -142,6 +144,61 @@ def test_sweep_on_a_dask_cluster_matches_in_process() -> None:
         remote = sweep.run("loads", SMOKE, cells, scheduler=c.scheduler_address, show_progress=False)
     # Same seed, same requests, same deterministic policy: the cluster gives the very same metrics.
     assert [r["metrics"] for r in remote.runs] == [r["metrics"] for r in local.runs]
+
+
+def test_sweep_writes_each_cell_at_once_and_resumes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    one = dataclasses.replace(SMOKE, seeds=(1,))
+    two = dataclasses.replace(SMOKE, seeds=(1, 2))
+    ran: list[int] = []
+    real_run_all = sweep.run_all
+
+    def counting_run_all(specs, **kw):
+        ran.extend(s.seed for s in specs)
+        return real_run_all(specs, **kw)
+
+    monkeypatch.setattr(sweep, "run_all", counting_run_all)
+    first = sweep.run("loads", one, loads.cells(one, (0.75,), ("ff",)), 1, None, False, tmp_path)
+    path = sweep.results_path("loads", one, tmp_path)
+    stored = json.loads(path.read_text())
+    assert stored["partial"] and [r["seed"] for r in stored["runs"]] == [1]  # written as it finished
+    # The same command with one more seed runs only the new cell and keeps the stored run as it was.
+    second = sweep.run("loads", two, loads.cells(two, (0.75,), ("ff",)), 1, None, False, tmp_path)
+    assert ran == [1, 2]
+    assert second.runs[0] == first.runs[0] and [r["seed"] for r in second.runs] == [1, 2]
+    # A rerun of a finished command runs nothing.
+    sweep.run("loads", two, loads.cells(two, (0.75,), ("ff",)), 1, None, False, tmp_path)
+    assert ran == [1, 2]
+    # A file written at another setting of the scale is refused, not mixed.
+    other = dataclasses.replace(two, pms=16)
+    with pytest.raises(sweep.UserError, match="another setting"):
+        sweep.run("loads", other, loads.cells(other, (0.75,), ("ff",)), 1, None, False, tmp_path)
+
+
+def test_sweep_interrupted_keeps_finished_cells(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    scale = dataclasses.replace(SMOKE, seeds=(1, 2))
+    cells = loads.cells(scale, (0.75,), ("ff",))
+    real_run_all = sweep.run_all
+
+    def dies_after_one(specs, done=None, **kw):
+        real_run_all(specs[:1], done=done, **kw)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sweep, "run_all", dies_after_one)
+    with pytest.raises(KeyboardInterrupt):
+        sweep.run("loads", scale, cells, 1, None, False, tmp_path)
+    monkeypatch.setattr(sweep, "run_all", real_run_all)
+    assert len(json.loads(sweep.results_path("loads", scale, tmp_path).read_text())["runs"]) == 1
+    resumed = sweep.run("loads", scale, cells, 1, None, False, tmp_path)
+    assert sorted(r["seed"] for r in resumed.runs) == [1, 2]
+
+
+def test_parse_seeds() -> None:
+    assert sweep.parse_seeds("3") == (1, 2, 3)
+    assert sweep.parse_seeds("6..8") == (6, 7, 8)
+    assert sweep.parse_seeds("1,4,2..3") == (1, 4, 2, 3)
+    for bad in ("0", "x", "2,,3", "-1..2"):
+        with pytest.raises(sweep.UserError, match="--seeds"):
+            sweep.parse_seeds(bad)
 
 
 def test_fleets_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

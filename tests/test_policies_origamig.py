@@ -14,10 +14,13 @@ from origamig.check import check
 from origamig.datacenter import DataCenter
 from origamig.decision import Decision, Status, parking_cost, referee
 from origamig.neighborhood import (
+    FILL,
+    SOURCES,
     Bounds,
     fits_counts,
     select_admission,
     select_consolidation,
+    source_worth_emptying,
 )
 from origamig.objective import evaluate
 from origamig.plan import MoveRecord, Plan, PlanCost
@@ -128,6 +131,7 @@ def test_consolidation_not_done_when_migrations_cost_more_than_the_pm():
     if work is not None:
         assert not work.applied
         apply_work(dc, work)
+        policy.finished(dc, work, 10.0)
     assert dc.placement == before
     # ... and the class is now silenced until Γ grows or a VM leaves: the next check makes no call.
     assert policy.work(dc, 20.0) is None
@@ -138,7 +142,58 @@ def test_source_filter_and_neighborhood_bounds():
     nb = select_consolidation(dc, "100", Weights(), Bounds(m_max=16, n_max=64))
     # Sources fewest VMs first: pm0 (1 VM) is the source, pm1 the receiver.
     assert nb.pms[0] == 0 and set(nb.pms) == {0, 1}
-    assert select_consolidation(dc, "100", Weights(migration=40), Bounds()).pms == ()
+    # δ = 40: no source is worth emptying. Algorithm 1 as written still fills M̂ with the receivers;
+    # the earlier reading makes no call.
+    costly = Weights(migration=40)
+    assert set(select_consolidation(dc, "100", costly, Bounds(), reading=FILL).pms) == {0, 1}
+    assert select_consolidation(dc, "100", costly, Bounds(), reading=SOURCES).pms == ()
+
+
+def busy_a30_state(pms: int = 2) -> DataCenter:
+    """A30 PMs, each with two 2g.12gb GIs on different GPUs (at 2 on GPU 0, at 0 on GPU 1) and three
+    VMs without GIs. Emptying a PM is not worth it (b + 2e = 90 < 5 · 2δ + CF 6), but moving the GI
+    of GPU 1 to start 0 of GPU 0 switches GPU 1 off: +e 20 − δ 10 − CF lost (3 + 3) = +4."""
+    dc = DataCenter([pm(f"pm{j}", gpus=(A30, A30)) for j in range(pms)])
+    for j in range(pms):
+        put(dc, vm(f"x{j}", "2g.12gb", model=A30), j, (1, 0))
+        put(dc, vm(f"y{j}", "2g.12gb", model=A30), j, (0, 2))
+        for n in range(3):
+            put(dc, VmSpec(f"c{j}{n}", cores_to_m(4), gb_to_mb(16), ()), j)
+    return dc
+
+
+def test_consolidation_call_runs_without_a_source_worth_emptying_and_switches_off_gpus():
+    dc = busy_a30_state()
+    assert not any(source_worth_emptying(dc, j, Weights()) for j in range(2))
+    assert dc.gamma("30") == 2
+    bounds = Bounds(m_max=16, n_max=64)
+    assert select_consolidation(dc, "30", Weights(), bounds, reading=SOURCES).pms == ()
+    nb = select_consolidation(dc, "30", Weights(), bounds, reading=FILL)
+    assert set(nb.pms) == {0, 1}  # every receiver, up to M_max
+    work = make_policy("origamig", solver="highs", threads=1).work(dc, 10.0)
+    assert work is not None and work.kind == "consolidation" and work.applied
+    # Only moves inside a PM: on each PM one of its two GI VMs joins the other's GPU (either way).
+    assert len(work.target) == 2
+    for v, pl in work.target.items():
+        before = dc.placement[v]
+        assert v[0] in "xy" and pl.pm == before.pm and pl.gis[0].gpu != before.gis[0].gpu
+    assert work.plan.cost.migrations_inter == 0 and work.plan.cost.migrations_intra == 2
+    apply_work(dc, work)
+    assert check(dc) == [] and dc.active_pms == 2
+    assert [sum(dc.gpu_active(j, k) for k in range(2)) for j in range(2)] == [1, 1]
+    # The earlier reading makes no call here.
+    assert (
+        make_policy("origamig", solver="highs", threads=1, consolidation=SOURCES).work(busy_a30_state(), 10.0)
+        is None
+    )
+
+
+def test_consolidation_neighborhood_is_bounded_by_m_max():
+    dc = busy_a30_state(pms=5)
+    nb = select_consolidation(dc, "30", Weights(), Bounds(m_max=3, n_max=64))
+    assert len(nb.pms) == 3
+    nb = select_consolidation(dc, "30", Weights(), Bounds(m_max=16, n_max=12))
+    assert len(nb.pms) == 2 and nb.vm_count(dc) <= 12
 
 
 def test_admission_neighborhood_takes_first_pm_of_oldest_even_over_n_max():
@@ -276,3 +331,57 @@ def test_a30_class_consolidation_is_separate():
     assert dc.gamma("30") == 1 and dc.gamma("100") == 0
     nb = select_consolidation(dc, "30", Weights(), Bounds())
     assert set(nb.pms) == {0, 1}
+
+
+def stuck_a100_state(pms: int = 4) -> DataCenter:
+    """A100 PMs with a 4g.20gb VM on each GPU: a 4g.20gb may only start at slice 0, so no GI can move
+    anywhere and no call can change anything (Γ_100 = pms). pm0 is worth emptying (the only source);
+    the others also hold two VMs without GIs, which makes emptying them cost more than it saves."""
+    dc = DataCenter([pm(f"pm{j}", gpus=(A100, A100)) for j in range(pms)])
+    for j in range(pms):
+        for k in range(2):
+            put(dc, vm(f"v{j}{k}", "4g.20gb"), j, (k, 0))
+        if j:
+            for n in range(2):
+                put(dc, VmSpec(f"c{j}{n}", cores_to_m(4), gb_to_mb(16), ()), j)
+    return dc
+
+
+def _calls(policy, dc: DataCenter, checks: int) -> list[frozenset[int] | None]:
+    seen: list[frozenset[int] | None] = []
+    for n in range(checks):
+        work = policy.work(dc, 10.0 * (n + 1))
+        seen.append(None if work is None else work.pms)
+        if work is not None:
+            assert not work.applied
+            policy.finished(dc, work, 10.0 * (n + 1))
+    return seen
+
+
+def test_rotating_consolidation_visits_every_receiver_before_silencing_the_class():
+    dc = stuck_a100_state()
+    plain = _calls(make_policy("origamig", solver="highs", threads=1, m_max=2), dc, 3)
+    assert plain[0] is not None and plain[1:] == [None, None]  # silenced after one unchanged call
+    rotating = _calls(make_policy("origamig", solver="highs", threads=1, m_max=2, rotate=True), dc, 5)
+    # One source (M_max/2 = 1) with a new receiver each time, then nothing new: silenced.
+    assert rotating[3:] == [None, None]
+    hoods = rotating[:3]
+    assert all(h is not None and len(h) == 2 for h in hoods)
+    assert all(0 in h for h in hoods) and set().union(*hoods) == {0, 1, 2, 3}
+    # A departure starts the rotation over.
+    policy = make_policy("origamig", solver="highs", threads=1, m_max=2, rotate=True)
+    _calls(policy, dc, 4)
+    dc.remove("v30")
+    policy.depart(dc, "v30", 50.0)
+    assert policy.work(dc, 60.0) is not None
+
+
+def test_spill_lets_sources_not_kept_in_s_receive():
+    dc = consolidation_state()  # two PMs, one small VM each: both are sources
+    bounds = Bounds(m_max=2, n_max=64)  # at most M_max/2 = 1 source is kept
+    assert select_consolidation(dc, "100", Weights(), bounds).pms == (0,)  # R holds non-sources only
+    assert select_consolidation(dc, "100", Weights(), bounds, spill=True).pms == (0, 1)
+    work = make_policy("origamig", solver="highs", threads=1, m_max=2, spill=True).work(dc, 10.0)
+    assert work is not None and work.applied
+    apply_work(dc, work)
+    assert check(dc) == [] and dc.active_pms == 1

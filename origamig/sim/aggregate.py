@@ -66,7 +66,8 @@ def setup_of(run: dict[str, Any]) -> dict[str, Any]:
     window, solver, determinism, requests file, policy options. Runs that differ here are never
     averaged together."""
     cfg = run.get("config", {})
-    return {k: cfg[k] for k in sorted(cfg) if k not in _NOT_SETUP}
+    unset = {k for k in ("fleet", "snapshot") if cfg.get(k) is None}  # as in files from before fleets
+    return {k: cfg[k] for k in sorted(cfg) if k not in _NOT_SETUP and k not in unset}
 
 
 def _group_key(run: dict[str, Any]) -> tuple[str, float, str]:

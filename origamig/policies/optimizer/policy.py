@@ -25,6 +25,8 @@ from origamig.datacenter import DataCenter
 from origamig.decision import decide
 from origamig.errors import UserError
 from origamig.neighborhood import (
+    CONSOLIDATION_READINGS,
+    FILL,
     Bound,
     Bounds,
     Neighborhood,
@@ -65,6 +67,9 @@ class OrigaMIG:
         consolidation_calls: bool = True,
         delta: float | None = None,
         check_interval_s: float = 10.0,
+        consolidation: str = FILL,
+        rotate: bool = False,
+        spill: bool = False,
     ) -> None:
         options = {k: v for k, v in locals().items() if k not in ("self", "weights")}  # the keyword arguments
         problems = option_problems(options)
@@ -82,6 +87,13 @@ class OrigaMIG:
         self.admission_calls = admission_calls
         self.consolidation_calls = consolidation_calls
         self.check_interval_s = check_interval_s
+        self.consolidation = consolidation
+        # Rotating consolidation (an extension): a call that changes nothing marks its PMs visited
+        # and the next call of the class takes receivers not visited yet; the class is silenced
+        # only when no unvisited receiver is left. Any applied change or departure starts over.
+        self.rotate = rotate
+        self._visited: dict[str, set[int]] = {}
+        self.spill = spill  # sources not kept in S may receive (an extension)
         self._vm_class: dict[str, str] = {}
         self._calls: Counter[str] = Counter()
         self._wall: list[float] = []
@@ -103,6 +115,7 @@ class OrigaMIG:
         h = self._vm_class.pop(vm_id, None)
         # A VM with GIs ran on a PM of its class; one without GIs may have run anywhere.
         self.triggers.departed(None if h is None or not h or h == "none" else frozenset({h}))
+        self._visited.clear()
 
     # --- calls ------------------------------------------------------------------------------
     def next_check(self, now: float) -> float | None:
@@ -129,9 +142,22 @@ class OrigaMIG:
             if self.random is not None:
                 nb = select_random(dc, self.random, self.bounds, gpu_class=h)
             else:
-                nb = select_consolidation(dc, h, self.weights, self.bounds)
-            if len(nb.pms) < 2:  # nothing to empty or nowhere to put it: the call changes nothing
+                visited = frozenset(self._visited.get(h, ()))
+                nb = select_consolidation(
+                    dc,
+                    h,
+                    self.weights,
+                    self.bounds,
+                    reading=self.consolidation,
+                    visited=visited,
+                    spill=self.spill,
+                )
+            fresh = not self.rotate or any(j not in self._visited.get(h, ()) for j in nb.pms)
+            if len(nb.pms) < (1 if self.consolidation == FILL else 2) or not fresh:
+                # No PM to optimize, or (earlier reading) nothing to empty or nowhere to put it, or
+                # (rotating) every receiver already held by a call that changed nothing.
                 self.triggers.unchanged(dc, h)
+                self._visited.pop(h, None)
                 self._calls["consolidation_skipped"] += 1
                 continue
             return self._call(dc, nb, time.perf_counter() - t0)
@@ -151,10 +177,14 @@ class OrigaMIG:
         return work
 
     def finished(self, dc: DataCenter, work: Work, now: float) -> None:
-        if work.kind == "consolidation" and not work.applied:
-            gpu_class = _class_of(work, dc)
-            if gpu_class is not None:
+        gpu_class = _class_of(work, dc) if work.kind == "consolidation" else None
+        if gpu_class is not None and not work.applied:
+            if self.rotate:
+                self._visited.setdefault(gpu_class, set()).update(work.pms)
+            else:
                 self.triggers.unchanged(dc, gpu_class)
+        elif work.applied:
+            self._visited.clear()
         self._count["admitted"] += len(work.admitted)
         self._count["rejected"] += len(work.rejected)
         if work.applied and work.plan is not None:
@@ -202,8 +232,17 @@ def option_problems(options: Mapping[str, Any]) -> list[str]:
          "must be a positive number")  # fmt: skip
     need(options["delta"] is None or (number(options["delta"]) and options["delta"] >= 0), "delta",
          "must be a number ≥ 0 or null")  # fmt: skip
-    for key in ("deterministic", "random_neighborhoods", "admission_calls", "consolidation_calls"):
+    for key in (
+        "deterministic",
+        "random_neighborhoods",
+        "admission_calls",
+        "consolidation_calls",
+        "rotate",
+        "spill",
+    ):
         need(isinstance(options[key], bool), key, "must be true or false")
+    need(options["consolidation"] in CONSOLIDATION_READINGS, "consolidation",
+         f"is not one of {', '.join(CONSOLIDATION_READINGS)}")  # fmt: skip
     return problems
 
 

@@ -1,0 +1,186 @@
+"""OrigaMIG against TC and FF, and OrigaMIG's variants beyond the paper, paired by seed at one load.
+
+The question this study answers: does OrigaMIG keep fewer PMs active than TC in *every* paired run,
+while migrating less, and which of its variants move that margin? Rows:
+
+- `ff`, `tc`: the baselines (TC with its default reading, docs/policies.md#tc);
+- `origamig`: the policy as shipped (Algorithm 1 as written, docs/policies.md#algorithm-1);
+- `sources`: the earlier reading of Algorithm 1 (no consolidation call unless a source can be emptied);
+- further rows (`ROW_OPTIONS`) try what the paper proposes or leaves open: neighborhoods bounded by
+  VMs (`vms`), a larger neighborhood (`mmax-24`), sources beyond M_max/2 allowed to receive (`spill`:
+  as written, Algorithm 1 leaves them out of both S and R), and consolidation calls that rotate
+  through the class's receivers before silencing it (`rotate`).
+
+Each row is OrigaMIG with some options; every cell runs the same requests per seed. Prints a table
+with means ± 95% CIs, the paired count "fewer active PMs than TC" and the migration ratio to TC,
+writes benchmarks/results/extensions-<scale>.json and .png. Finished cells are kept in the JSON file
+as they finish, and a rerun resumes (see `--cells`).
+
+    python benchmarks/extensions.py --quick                          # 32 PMs, 24 h + 24 h, seeds 1, 2
+    python benchmarks/extensions.py --quick --seeds 3..5 --rows origamig   # seeds not tuned on
+    python benchmarks/extensions.py --full --rows origamig --seeds 5       # 128 PMs, 48 h + 72 h
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import paper_values as paper
+import sweep
+from sweep import Cell, Scale, Sweep
+
+from origamig.errors import UserError
+
+QUICK = dataclasses.replace(sweep.QUICK, seeds=(1, 2))
+FULL = sweep.FULL
+BASELINES = ("ff", "tc")
+# OrigaMIG variants: row name → policy options on top of the scale's solver budget.
+ROW_OPTIONS: dict[str, dict[str, Any]] = {
+    "origamig": {},
+    "sources": {"consolidation": "sources"},
+    "vms": {"bound": "vms"},
+    "mmax-24": {"m_max": 24, "n_max": 96},
+    "spill": {"spill": True},
+    "rotate": {"rotate": True},
+    "spill-rotate": {"spill": True, "rotate": True},
+}
+LABELS = {
+    "ff": "FF",
+    "tc": "TC",
+    "origamig": "OrigaMIG",
+    "sources": "OrigaMIG, consolidation only with a source (earlier reading)",
+    "vms": "OrigaMIG, bound=vms (N_max only)",
+    "mmax-24": "OrigaMIG, M_max = 24, N_max = 96",
+    "spill": "OrigaMIG, sources beyond M_max/2 may receive",
+    "rotate": "OrigaMIG, rotating receivers before silencing a class",
+    "spill-rotate": "OrigaMIG, spill + rotate",
+}
+SHOW = (
+    "acceptance",
+    "active_pms",
+    "active_gpus_pct",
+    "migrations_per_hour",
+    "calls_per_hour",
+    "median_call_s",
+    "energy_kwh_per_gpu_hour",
+)
+
+
+def cells(scale: Scale, rows: tuple[str, ...], load: float) -> list[Cell]:
+    col = f"{load:g}"
+    out = []
+    for row in rows:
+        if row in BASELINES:
+            config = scale.config(load=load)
+            out.extend(Cell(row, col, row, config, s) for s in scale.seeds)
+            continue
+        if row not in ROW_OPTIONS:
+            known = ", ".join((*BASELINES, *ROW_OPTIONS))
+            raise UserError(f"--rows: unknown row {row!r} (known: {known})")
+        config = scale.config(load=load, policy_options=scale.origamig_options(**ROW_OPTIONS[row]))
+        out.extend(Cell(row, col, "origamig", config, s) for s in scale.seeds)
+    return out
+
+
+def analyse(sw: Sweep, rows: tuple[str, ...], col: str) -> dict[str, Any]:
+    """Per OrigaMIG row: paired wins on active PMs against TC and FF, migration ratio to TC."""
+    out: dict[str, Any] = {}
+    for row in rows:
+        if row in BASELINES:
+            continue
+        pairs = sw.paired(row, "tc", col, "active_pms")
+        migr = sw.paired(row, "tc", col, "migrations_per_hour")
+        out[row] = {
+            "fewer_pms_than_tc": [sum(a < b for _, a, b in pairs), len(pairs)],
+            "fewer_migrations_than_tc": [sum(a < b for _, a, b in migr), len(migr)],
+            "pms_vs_tc_by_seed": {s: a - b for s, a, b in pairs},
+            "pms_reduction_vs_tc_pct": sw.reduction_pct(row, "tc", col),
+            "pms_reduction_vs_ff_pct": sw.reduction_pct(row, "ff", col),
+            "migration_ratio_to_tc": _ratio(sw, row, "tc", col, "migrations_per_hour"),
+        }
+    return out
+
+
+def _ratio(sw: Sweep, row: str, base: str, col: str, name: str) -> float | None:
+    a, b = sw.metric(row, col, name)["mean"], sw.metric(base, col, name)["mean"]
+    return a / b if a is not None and b else None
+
+
+def print_table(sw: Sweep, rows: tuple[str, ...], col: str, findings: dict[str, Any]) -> None:
+    header = ["row", *(sweep.SHOWN_BY_KEY[k].label for k in SHOW), "< TC (PMs)", "migr. / TC"]
+    lines = []
+    for row in rows:
+        line = [LABELS.get(row, row)]
+        for key in SHOW:
+            shown = sweep.SHOWN_BY_KEY[key]
+            line.append(sweep.fmt(sw.metric(row, col, key), shown.factor, shown.digits))
+        f = findings.get(row)
+        if f:
+            line.append("{}/{}".format(*f["fewer_pms_than_tc"]))
+            ratio = f["migration_ratio_to_tc"]
+            line.append("–" if ratio is None else f"{ratio:.2f}")
+        else:
+            line += ["", ""]
+        lines.append(line)
+    t11, tc = paper.TABLE11["origamig"], paper.TABLE10["tc-15min"]
+    sweep.print_table(
+        f"OrigaMIG vs TC at load {col} — {sw.scale.describe()}",
+        header,
+        lines,
+        f"paper (128 PMs, load 0.85, Tables 10-11): TC {tc['active_pms']} PMs, {tc['migrations_per_hour']} "
+        f"migr./h; OrigaMIG {t11['active_pms']} PMs, {t11['migrations_per_hour']} migr./h, "
+        f"{t11['calls_per_hour']} calls/h",
+    )
+
+
+def draw(sw: Sweep, rows: tuple[str, ...], col: str, findings: dict[str, Any], out_dir: Path) -> Path:
+    """Active PMs and migrations per hour per row; seeds as dots over the mean bar."""
+    fig, axes = sweep.figure(
+        1, 2, 14, 0.6 * len(rows) + 3, f"OrigaMIG vs TC at load {col}; {sw.scale.describe()}"
+    )
+    ys = list(range(len(rows)))[::-1]
+    for ax, key in zip(axes[0], ("active_pms", "migrations_per_hour"), strict=True):
+        shown = sweep.SHOWN_BY_KEY[key]
+        stats = [sw.metric(r, col, key) for r in rows]
+        colors = [sweep.POLICY_COLORS.get(r, sweep.OURS_COLOR) for r in rows]
+        ax.barh(ys, [s["mean"] or 0.0 for s in stats], color=colors, alpha=0.5)
+        for y, r in zip(ys, rows, strict=True):
+            seeds = sw.by_seed(r, col, key)
+            ax.scatter(list(seeds.values()), [y] * len(seeds), s=14, color="black", zorder=3)
+        ax.set_yticks(ys)
+        ax.set_yticklabels([LABELS.get(r, r) for r in rows], fontsize=8)
+        ax.set_xlabel(f"{shown.label} (bars: mean over seeds; dots: each seed)")
+        ax.grid(axis="x", alpha=0.3)
+    low = min((s for r in rows for s in sw.by_seed(r, col, "active_pms").values()), default=0.0)
+    axes[0, 0].set_xlim(left=max(0.0, 0.9 * low))
+    return sweep.save_figure(fig, sw, out_dir)
+
+
+def main(args: argparse.Namespace) -> None:
+    scale = sweep.scale_from(args, QUICK, FULL)
+    rows = tuple(args.rows.split(",")) if args.rows else (*BASELINES, *ROW_OPTIONS)
+    rows = tuple(dict.fromkeys((*BASELINES, *rows)))  # the baselines are always paired
+    col = f"{args.load:g}"
+    sw = sweep.run_or_load("extensions", scale, cells(scale, rows, args.load), args)
+    rows = tuple(dict.fromkeys((*rows, *(c.row for c in sw.cells if c.col == col))))
+    findings = analyse(sw, rows, col)
+    print_table(sw, rows, col, findings)
+    extra = {"load": args.load, "rows": {r: ROW_OPTIONS.get(r, {}) for r in rows}, "findings": findings}
+    path = sweep.write_json(sw, extra, args.out)
+    png = draw(sw, rows, col, findings, args.out)
+    print(f"{scale.describe()}\nwall time {sw.wall_s:.0f} s; wrote {path} and {png}")
+
+
+if __name__ == "__main__":
+    p = sweep.parser(__doc__ or "", QUICK, FULL)
+    p.add_argument(
+        "--rows", default=None, help=f"comma-separated rows (default all: {','.join(ROW_OPTIONS)})"
+    )
+    p.add_argument("--load", type=float, default=0.85, help="offered load (default 0.85)")
+    sweep.main_wrapper(main, p.parse_args())
