@@ -11,10 +11,11 @@ the call study), fleets-<scale>.md (the what-if in words and tables, as `origami
 prints it) and fleets-<scale>.png (its figure).
 
 Call study (for the fleets with 8-GPU servers; `--no-calls` skips it, `--calls-only` redoes it alone):
-each seed's OrigaMIG run is simulated again in this process with every call of the measured window
-recorded — its wall time under the run's node budget, whether the solver proved optimality, and the
-neighborhood's PMs, GPUs and VMs — then every recorded call is solved again with the paper's setting
-(HiGHS, 1 thread, 10 s wall-clock limit, no node budget).
+the OrigaMIG run of the first seed (`--call-seeds` for others) is simulated again in this process with
+every call of the measured window recorded — its wall time under the run's node budget, whether the
+solver proved optimality, and the neighborhood's PMs, GPUs and VMs — then 60 of the recorded calls
+(`--replay-calls`), spread evenly, are solved again with the paper's setting (HiGHS, 1 thread, 10 s
+wall-clock limit, no node budget).
 
     python benchmarks/fleets.py --quick --workers 1    # 24 h + 24 h, seeds 1-3; paper fleet at 32 PMs
     python benchmarks/fleets.py --full --scheduler tcp://HOST:8786   # 48 h + 72 h, 5 seeds, own sizes
@@ -51,6 +52,7 @@ QUICK = dataclasses.replace(sweep.QUICK, seeds=(1, 2, 3))
 FULL = sweep.FULL
 QUICK_PMS = {"paper": 32}  # the paper's fleet scaled like the other quick sweeps; the others at their size
 REPLAY_LIMIT_S = 10.0  # the paper's per-call limit, for the replay of recorded calls
+REPLAY_MAX = 60  # recorded calls replayed per fleet (spread evenly over the window)
 
 
 def fleets(files: tuple[str, ...] = FLEET_FILES) -> list[Fleet]:
@@ -172,17 +174,23 @@ def call_figures(times: list[float], proved: list[bool]) -> dict[str, Any]:
     }
 
 
-def call_study(chosen: list[Fleet], scale: Scale) -> dict[str, Any]:
-    """Per 8-GPU fleet: the recorded calls' sizes and times, and the same calls at the paper's setting."""
+def call_study(
+    chosen: list[Fleet], scale: Scale, seeds: tuple[int, ...] = (), replay_max: int = REPLAY_MAX
+) -> dict[str, Any]:
+    """Per 8-GPU fleet: the recorded calls' sizes and times (`seeds`, default the scale's first), and
+    at most `replay_max` of them, spread evenly, solved again at the paper's setting."""
+    from solver_replay import spread
+
+    seeds = seeds or scale.seeds[:1]
     out: dict[str, Any] = {}
     for fleet in chosen:
         if fleet.gpus_per_pm < 8:
             continue
         t0 = time.perf_counter()
-        recorded = [c for seed in scale.seeds for c in record_calls(fleet, scale, seed)]
-        replayed = replay_calls(recorded)
+        recorded = [c for seed in seeds for c in record_calls(fleet, scale, seed)]
+        replayed = replay_calls(spread(recorded, replay_max))
         out[fleet.name] = {
-            "seeds": list(scale.seeds),
+            "seeds": list(seeds),
             "window": f"{scale.warmup_h:g}–{scale.warmup_h + scale.measure_h:g} h",
             "neighborhood": {
                 key: {
@@ -292,7 +300,8 @@ def main(args: argparse.Namespace) -> None:
         sw = Sweep("fleets", scale, cells(scale, chosen), runs=done["runs"], wall_s=done.get("wall_s") or 0.0)
     else:
         sw = sweep.run_or_load("fleets", scale, cells(scale, chosen), args)
-    study = kept_study or ({} if args.no_calls else call_study(chosen, scale))
+    seeds = sweep.parse_seeds(args.call_seeds) if args.call_seeds else ()
+    study = kept_study or ({} if args.no_calls else call_study(chosen, scale, seeds, args.replay_calls))
     path, md, png = write(sw, chosen, study, args.out)
     print(f"{describe(scale, chosen)}\nwall time {sw.wall_s:.0f} s; wrote {path}, {md} and {png}")
 
@@ -311,4 +320,11 @@ if __name__ == "__main__":
     )
     p.add_argument("--no-calls", action="store_true", help="skip the call study (keep a stored one)")
     p.add_argument("--calls-only", action="store_true", help="redo the call study on the stored sweep")
+    p.add_argument("--call-seeds", default=None, help="seeds of the call study (default: the first seed)")
+    p.add_argument(
+        "--replay-calls",
+        type=int,
+        default=REPLAY_MAX,
+        help=f"calls replayed per fleet (default {REPLAY_MAX})",
+    )
     sweep.main_wrapper(main, p.parse_args())
