@@ -12,6 +12,7 @@ optimal, and the share of calls at the best objective any setting found, at 1, 2
 
     python benchmarks/solver_replay.py --quick                 # 32 PMs, 12 of the calls in 24–48 h
     python benchmarks/solver_replay.py --full                  # 128 PMs, 60 of the calls in 48–56 h
+    python benchmarks/solver_replay.py --full --record-only    # record the calls only (then --replay)
     python benchmarks/solver_replay.py --replay FILE.json      # replay a recorded file only
 """
 
@@ -62,10 +63,15 @@ class Setup:
     calls: int  # how many recorded calls to replay (spread evenly over those recorded)
     record_limit_s: float = 2.0  # call limit while recording (only shapes the trajectory)
     solver: str = "highs"
+    record_work_limit: float | None = None  # if given: deterministic recording with this work budget
 
 
 QUICK = Setup(pms=32, load=0.85, seed=1, record_from_h=24.0, horizon_h=48.0, calls=12)
-FULL = Setup(pms=128, load=0.85, seed=1, record_from_h=48.0, horizon_h=56.0, calls=60, record_limit_s=10.0)
+# The full recording runs deterministic calls with a 100-node budget (the quick simulations' budget):
+# the trajectory only decides which calls are recorded, and 128 PMs x 56 h is ~2,000 calls.
+FULL = Setup(
+    pms=128, load=0.85, seed=1, record_from_h=48.0, horizon_h=56.0, calls=60, record_work_limit=100.0
+)
 
 
 def neighborhood_document(dc: DataCenter, nb: Neighborhood, weights: Weights) -> dict[str, Any]:
@@ -145,7 +151,12 @@ def record(setup: Setup) -> list[dict[str, Any]]:
     pms = build_pms(config, catalog)
     requests = requests_for(config, setup.seed, pms, catalog)
     policy = _RecordingOrigaMIG(
-        setup.record_from_h * HOUR, solver=setup.solver, time_limit_s=setup.record_limit_s, threads=1
+        setup.record_from_h * HOUR,
+        solver=setup.solver,
+        time_limit_s=setup.record_limit_s,
+        threads=1,
+        deterministic=setup.record_work_limit is not None,
+        work_limit=setup.record_work_limit,
     )
     Simulation(pms, requests, policy, 0.0, config.measure_s).run()
     return policy.recorded
@@ -318,6 +329,7 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--quick", action="store_true", help="32 PMs, 12 calls (default)")
     mode.add_argument("--full", action="store_true", help="128 PMs, 60 calls")
     ap.add_argument("--replay", type=Path, help="replay this recorded calls file instead of simulating")
+    ap.add_argument("--record-only", action="store_true", help="record the calls, replay nothing")
     ap.add_argument("--out", type=Path, default=RESULTS / "solver_replay.json")
     ap.add_argument("--from-json", type=Path, help="redraw a results file (table and PNG), no solve")
     args = ap.parse_args(argv)
@@ -349,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
             f"recorded {len(recorded)} calls in {time.perf_counter() - started:.0f} s -> {calls_file}",
             flush=True,
         )
+        if args.record_only:
+            return 0
     rows = []
     for n, call in enumerate(calls):
         rows.append(replay_call(call))

@@ -9,6 +9,9 @@ callbacks do not see the iteration count, so `Limits.work_limit` is applied as a
 (`mip_max_nodes`) — a different unit from the work reported.
 HiGHS is deterministic for a fixed thread count; its thread pool is process-global, so a change of
 thread count resets the scheduler.
+Presolve runs without probing (`presolve_rule_off`, bit 15): on these models probing took ~90% of
+presolve (0.25–0.6 s on 1–3k columns) and did not pay for itself; without it calls prove in about
+half the time (benchmarks/solvers.py, README "Solver benchmark").
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ if TYPE_CHECKING:
 
 _GUARD_GRACE_S = 0.05  # cancel this long after the limit if HiGHS has not stopped by itself
 _ITERATIONS_PER_WORK_UNIT = 1000
+_PRESOLVE_PROBING = 1 << 15  # HiGHS presolve rule 15 (probing), as a `presolve_rule_off` bit
 _threads_in_use: list[int] = []
 _banner_done: list[bool] = []
 
@@ -96,6 +100,7 @@ class HighsBackend:
         h.setOptionValue("output_flag", False)
         h.setOptionValue("threads", threads)
         h.setOptionValue("random_seed", 0)
+        h.setOptionValue("presolve_rule_off", _PRESOLVE_PROBING)
         if limits.wall_limit_s is not None:
             h.setOptionValue("time_limit", float(limits.wall_limit_s))
         if limits.work_limit is not None:
