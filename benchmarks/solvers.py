@@ -22,6 +22,7 @@ older commit on the same instances), and writes benchmarks/results/solvers.json 
     python benchmarks/solvers.py --full      # 20 neighborhoods, three data centers per size, dc48
     python benchmarks/solvers.py --only neighborhoods --baseline OLD.json
     python benchmarks/solvers.py --symmetry  # also the model with symmetry-breaking rows
+    python benchmarks/solvers.py --settings highs-1,cpsat-2 --limit 60   # some settings, longer limit
 """
 
 from __future__ import annotations
@@ -106,7 +107,9 @@ def memory_fill(dc: DataCenter) -> float:
     return used / sum(g.memory_slices for pm in dc.pms for g in pm.gpus)
 
 
-def run_instance(dc: DataCenter, label: str, symmetry: bool, limit: float) -> dict:
+def run_instance(
+    dc: DataCenter, label: str, symmetry: bool, limit: float, settings: tuple[tuple[str, int], ...] = SETTINGS
+) -> dict:
     w = Weights()
     t0 = time.perf_counter()
     region = restrict(dc, range(len(dc.pms)), list(dc.pending))
@@ -128,7 +131,7 @@ def run_instance(dc: DataCenter, label: str, symmetry: bool, limit: float) -> di
         "solves": {},
     }
     everything = {**dc.vms, **dc.pending}
-    for name, threads in SETTINGS:
+    for name, threads in settings:
         cpu0 = time.process_time()
         res = get_backend(name).solve(compiled, compiled.hint, Limits(time_limit_s=limit, threads=threads))
         cpu = time.process_time() - cpu0
@@ -215,10 +218,16 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--limit", type=float, default=TIME_LIMIT_S, help="time limit per solve (s)")
     ap.add_argument("--only", choices=("neighborhoods", "datacenters"), help="run one family only")
+    ap.add_argument(
+        "--settings",
+        default=",".join(f"{n}-{t}" for n, t in SETTINGS),
+        help="solver-threads pairs to run (default: %(default)s)",
+    )
     ap.add_argument("--baseline", type=Path, help="an earlier results file to print side by side")
     ap.add_argument("--label", default="", help="a name for this run (stored in the results)")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args()
+    settings = tuple((n, int(t)) for n, t in (x.rsplit("-", 1) for x in args.settings.split(",")))
     n_hood, n_dc = (20, 3) if args.full else (10, 1)
     n_hood = args.neighborhoods if args.neighborhoods is not None else n_hood
     warm = neighborhoods(args.seed + 99, 1)[0]  # pay Pyomo's lazy imports outside the timings
@@ -237,7 +246,7 @@ def main() -> None:
     started = time.perf_counter()
     for label, dc in instances:
         for sym in (False, True) if args.symmetry else (False,):
-            rows.append(run_instance(dc, label, sym, args.limit))
+            rows.append(run_instance(dc, label, sym, args.limit, settings))
             r = rows[-1]
             print(
                 f"{label:9} {'sym' if sym else '   '} vms={r['vms']:3} fill={r['memory_fill']:.2f} "

@@ -146,12 +146,11 @@ def test_solver_benchmark_generator_follows_its_recipe() -> None:
     assert all(40 <= len(h.vms) + len(h.pending) <= 64 and len(h.pms) == 16 for h in hoods)
 
 
-def test_solver_benchmark_instance_row(monkeypatch) -> None:
+def test_solver_benchmark_instance_row() -> None:
     import random
 
-    monkeypatch.setattr(solvers, "SETTINGS", (("highs", 1),))
     dc = solvers.fragmented(random.Random(2), 2)
-    row = solvers.run_instance(dc, "dc2#0", False, 10.0)
+    row = solvers.run_instance(dc, "dc2#0", False, 10.0, (("highs", 1),))
     solve = row["solves"]["highs-1t"]
     assert solve["proved_optimal"] and solve["checker_violations"] == 0
     assert solve["evaluate"] >= solve["objective"] - 1e-6 >= row["start_objective"] - 1e-6

@@ -5,17 +5,19 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from origamig.cli.app import COMMANDS, load_command
 
 HEAVY = ("scipy", "scipy.stats", "pyomo", "pyomo.environ", "ortools", "highspy", "matplotlib", "dask")
+HEAVY_ON_SOLVE = ("scipy", "pyomo.environ", "ortools", "highspy", "matplotlib", "dask")
 
 
-def _loaded_after(code: str) -> set[str]:
-    """The modules of HEAVY that a fresh interpreter has loaded after running `code`."""
-    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))"
+def _loaded_after(code: str, heavy: tuple[str, ...] = HEAVY) -> set[str]:
+    """The modules of `heavy` that a fresh interpreter has loaded after running `code`."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(m for m in {heavy!r} if m in sys.modules)))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     return set(json.loads(out.stdout.strip().splitlines()[-1]))
 
@@ -37,6 +39,19 @@ def test_top_level_help_loads_no_command_module() -> None:
 def test_light_commands_import_no_solver(module: str) -> None:
     """Solvers (and Pyomo, SciPy) load only when a solve runs, not when its command is imported."""
     assert _loaded_after(f"import origamig.cli.{module}") == set()
+
+
+def test_a_solve_loads_only_its_own_solver() -> None:
+    """`origamig solve` with HiGHS works without SciPy, CP-SAT or Pyomo's plugin registry."""
+    snapshot = Path(__file__).resolve().parents[1] / "examples" / "fragmented-a100.json"
+    code = (
+        "import contextlib, io, sys\nfrom origamig.cli.app import main\n"
+        f"sys.argv = ['origamig', 'solve', {str(snapshot)!r}, '--json', '--deterministic']\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n        main()\n    except SystemExit as err:\n        assert not err.code, err.code\n"
+        "assert 'highspy' in sys.modules and 'pyomo.core' in sys.modules"
+    )
+    assert _loaded_after(code, HEAVY_ON_SOLVE) == {"highspy"}
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pyomo.environ as pyo
+import pyomo.core as pyo  # not pyomo.environ: its solver/writer plugins cost ~0.2 s, unused here
 from pyomo.core.expr.numeric_expr import LinearExpression, MonomialTermExpression
 
 from origamig.bilp.model import BilpModel

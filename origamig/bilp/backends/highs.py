@@ -42,9 +42,10 @@ class HighsBackend:
     name = "highs"
     features: ClassVar[frozenset[str]] = frozenset({"mip_start", "wall_clock_guard", "work_limit"})
     # Wall seconds per unit of reported work on one idle core, for the load-independent call
-    # time of deterministic simulations: one unit (1000 simplex
-    # iterations) took 0.5-0.6 s of CPU on 16-PM neighborhoods.
-    seconds_per_work: ClassVar[float] = 0.55
+    # time of deterministic simulations: one unit (1000 simplex iterations) took 0.5-0.6 s of CPU
+    # on 16-PM neighborhoods with presolve probing on; without probing 0.7x that per instance
+    # (median over 10 neighborhoods, both forms side by side: benchmarks/solvers.py).
+    seconds_per_work: ClassVar[float] = 0.4
     # Work budget of a deterministic solve when the caller gives none (branch-and-bound nodes).
     default_work_limit: ClassVar[float] = 1000.0
 
