@@ -11,8 +11,10 @@ objective reached by then. Per setting: median and p95 wall time of the 10 s sol
 optimal, and the share of calls at the best objective any setting found, at 1, 2 and 10 s.
 
     python benchmarks/solver_replay.py --quick                 # 32 PMs, 12 of the calls in 24–48 h
-    python benchmarks/solver_replay.py --full                  # 128 PMs, 60 of the calls in 48–56 h
+    python benchmarks/solver_replay.py --full                  # 128 PMs, 60 of the calls in 40–56 h
+    python benchmarks/solver_replay.py --full --record-only    # record the calls only (then --replay)
     python benchmarks/solver_replay.py --replay FILE.json      # replay a recorded file only
+    python benchmarks/solver_replay.py --replay FILE.json --settings highs-1,cpsat-2   # some settings
 """
 
 from __future__ import annotations
@@ -63,10 +65,15 @@ class Setup:
     calls: int  # how many recorded calls to replay (spread evenly over those recorded)
     record_limit_s: float = 2.0  # call limit while recording (only shapes the trajectory)
     solver: str = "highs"
+    record_work_limit: float | None = None  # if given: deterministic recording with this work budget
 
 
 QUICK = Setup(pms=32, load=0.85, seed=1, record_from_h=24.0, horizon_h=48.0, calls=12)
-FULL = Setup(pms=128, load=0.85, seed=1, record_from_h=48.0, horizon_h=56.0, calls=60, record_limit_s=10.0)
+# The full recording runs deterministic calls with a 100-node budget (the quick simulations' budget):
+# the trajectory only decides which calls are recorded, and 128 PMs x 56 h is ~2,000 calls.
+FULL = Setup(
+    pms=128, load=0.85, seed=1, record_from_h=40.0, horizon_h=56.0, calls=60, record_work_limit=100.0
+)
 
 
 def neighborhood_document(dc: DataCenter, nb: Neighborhood, weights: Weights) -> dict[str, Any]:
@@ -146,7 +153,12 @@ def record(setup: Setup) -> list[dict[str, Any]]:
     pms = build_pms(config, catalog)
     requests = requests_for(config, setup.seed, pms, catalog)
     policy = _RecordingOrigaMIG(
-        setup.record_from_h * HOUR, solver=setup.solver, time_limit_s=setup.record_limit_s, threads=1
+        setup.record_from_h * HOUR,
+        solver=setup.solver,
+        time_limit_s=setup.record_limit_s,
+        threads=1,
+        deterministic=setup.record_work_limit is not None,
+        work_limit=setup.record_work_limit,
     )
     Simulation(pms, requests, policy, 0.0, config.measure_s).run()
     return policy.recorded
@@ -171,8 +183,11 @@ def solve_once(dc: DataCenter, pending: list[str], weights: Weights, solver: str
     )
 
 
-def replay_call(call: dict[str, Any], settings: Sequence[tuple[str, int]] = SETTINGS) -> dict[str, Any]:
-    """Solve one recorded call with every setting; objectives at 1, 2 and 10 s."""
+def replay_call(
+    call: dict[str, Any], settings: Sequence[tuple[str, int]] = SETTINGS, checkpoints: bool = True
+) -> dict[str, Any]:
+    """Solve one recorded call with every setting; objectives at 1, 2 and 10 s (without `checkpoints`
+    the earlier objectives are those of the 10 s solve if it finished by then, else unknown)."""
     snap = parse_snapshot(call["snapshot"])
     out: dict[str, Any] = {
         "t_s": call["t_s"],
@@ -183,17 +198,23 @@ def replay_call(call: dict[str, Any], settings: Sequence[tuple[str, int]] = SETT
     per: dict[str, Any] = {}
     for solver, threads in settings:
         dc = snap.datacenter()
+        cpu0 = time.process_time()
         full = solve_once(dc, snap.pending, snap.weights, solver, threads, CHECKPOINTS_S[-1])
+        cpu = time.process_time() - cpu0  # the whole call (build, compile, solve, decode), all threads
         res = full.result
         at: dict[str, float | None] = {}
         for t in CHECKPOINTS_S[:-1]:
             if res.wall_s <= t:
                 at[f"{t:g}"] = res.objective
+            elif not checkpoints:
+                at[f"{t:g}"] = None
             else:
                 at[f"{t:g}"] = solve_once(dc, snap.pending, snap.weights, solver, threads, t).result.objective
         at[f"{CHECKPOINTS_S[-1]:g}"] = res.objective
         per[f"{solver}-{threads}t"] = {
             "wall_s": res.wall_s,
+            "cpu_s": cpu,
+            "work": res.work,
             "proved": res.proved_optimal,
             "objective": res.objective,
             "bound": res.bound,
@@ -217,6 +238,8 @@ def summarize(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             "calls": len(solves),
             "median_s": quantile(walls, 0.5),
             "p95_s": quantile(walls, 0.95),
+            "median_cpu_s": quantile([s.get("cpu_s", float("nan")) for s, _ in solves], 0.5),
+            "p95_cpu_s": quantile([s.get("cpu_s", float("nan")) for s, _ in solves], 0.95),
             "proved_share": sum(s["proved"] for s, _ in solves) / len(solves),
         }
         for t in CHECKPOINTS_S:
@@ -243,7 +266,8 @@ def print_table(doc: dict[str, Any]) -> None:
     from rich.table import Table
 
     table = Table(title=f"Solvers on {len(doc['calls'])} recorded OrigaMIG calls (10 s limit)")
-    cols = ["setting", "median s", "p95 s", "proved"] + [f"at best @{t:g}s" for t in CHECKPOINTS_S]
+    cols = ["setting", "median s", "p95 s", "median cpu s", "p95 cpu s", "proved"]
+    cols += [f"at best @{t:g}s" for t in CHECKPOINTS_S]
     cols += [f"shortfall @{t:g}s" for t in CHECKPOINTS_S]
     for col in cols:
         table.add_column(col, justify="right")
@@ -252,6 +276,8 @@ def print_table(doc: dict[str, Any]) -> None:
             s["setting"],
             f"{s['median_s']:.2f}",
             f"{s['p95_s']:.2f}",
+            f"{s.get('median_cpu_s', float('nan')):.2f}",
+            f"{s.get('p95_cpu_s', float('nan')):.2f}",
             f"{100 * s['proved_share']:.0f}%",
             *[f"{100 * s[f'at_best_share_{t:g}s']:.0f}%" for t in CHECKPOINTS_S],
             *[f"{100 * s[f'mean_shortfall_{t:g}s']:.2f}%" for t in CHECKPOINTS_S],
@@ -319,6 +345,15 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--quick", action="store_true", help="32 PMs, 12 calls (default)")
     mode.add_argument("--full", action="store_true", help="128 PMs, 60 calls")
     ap.add_argument("--replay", type=Path, help="replay this recorded calls file instead of simulating")
+    ap.add_argument(
+        "--settings",
+        default=",".join(f"{n}-{t}" for n, t in SETTINGS),
+        help="solver-threads pairs to replay (default: %(default)s)",
+    )
+    ap.add_argument(
+        "--no-checkpoints", action="store_true", help="no 1 s / 2 s re-solves (time per call only)"
+    )
+    ap.add_argument("--record-only", action="store_true", help="record the calls, replay nothing")
     ap.add_argument("--out", type=Path, default=RESULTS / "solver_replay.json")
     ap.add_argument("--from-json", type=Path, help="redraw a results file (table and PNG), no solve")
     args = ap.parse_args(argv)
@@ -328,6 +363,7 @@ def main(argv: list[str] | None = None) -> int:
         draw(doc, args.from_json.with_suffix(".png"))
         return 0
     setup = FULL if args.full else QUICK
+    settings = tuple((n, int(t)) for n, t in (x.rsplit("-", 1) for x in args.settings.split(",")))
     name = "full" if args.full else "quick"
     started = time.perf_counter()
     load = os.getloadavg()
@@ -350,9 +386,11 @@ def main(argv: list[str] | None = None) -> int:
             f"recorded {len(recorded)} calls in {time.perf_counter() - started:.0f} s -> {calls_file}",
             flush=True,
         )
+        if args.record_only:
+            return 0
     rows = []
     for n, call in enumerate(calls):
-        rows.append(replay_call(call))
+        rows.append(replay_call(call, settings, not args.no_checkpoints))
         r = rows[-1]
         print(
             f"  call {n:2} ({r['kind']}, {r['pms']} PMs, {r['vms']} VMs): "

@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import bilp_scaling
 import optimality_gap
 import solver_replay
+import solvers
 
 TINY_GAP = optimality_gap.Setup(
     points=((3, 16), (3, 2)),
@@ -129,6 +130,32 @@ def test_occupancy_sizing() -> None:
     assert bilp_scaling.mean_memory_slices() == pytest.approx(3.5)
     assert bilp_scaling.vms_for_occupancy(16) == 55
     assert bilp_scaling.vms_for_occupancy(32) == 110
+
+
+def test_solver_benchmark_generator_follows_its_recipe() -> None:
+    import random
+
+    dc = solvers.fragmented(random.Random(5), 6)
+    assert not check(dc) and not check_counters(dc)
+    assert 4 <= len(dc.pending) <= 8
+    assert all(1 <= len(v.gis) <= 2 for v in [*dc.vms.values(), *dc.pending.values()])
+    thin = solvers.fragmented(random.Random(5), 6, keep_vms=5)
+    assert len(thin.vms) == 5 and not check(thin)
+    hoods = solvers.neighborhoods(3, 2)
+    assert [h.placement for h in hoods[:1]] == [solvers.neighborhoods(3, 1)[0].placement]  # a prefix
+    assert all(40 <= len(h.vms) + len(h.pending) <= 64 and len(h.pms) == 16 for h in hoods)
+
+
+def test_solver_benchmark_instance_row() -> None:
+    import random
+
+    dc = solvers.fragmented(random.Random(2), 2)
+    row = solvers.run_instance(dc, "dc2#0", False, 10.0, (("highs", 1),))
+    solve = row["solves"]["highs-1t"]
+    assert solve["proved_optimal"] and solve["checker_violations"] == 0
+    assert solve["evaluate"] >= solve["objective"] - 1e-6 >= row["start_objective"] - 1e-6
+    (entry,) = solvers.summarize([row])
+    assert entry["proved"] == 1 and entry["max_solve_s"] == solve["wall_s"]
 
 
 def test_bilp_scaling_machinery(tmp_path: Path) -> None:

@@ -1,9 +1,11 @@
 """Pyomo model → standard form (sparse rows, bounds, integrality, objective, start vector), and back.
 
-`compile_model` runs Pyomo's `LinearStandardFormCompiler` once per call, in mixed form with the sense
-kept (`mixed_form=True, set_sense=None`: without them `≥` rows and the maximize objective come out
-negated). It drops fixed variables and columns without nonzeros, so every column is mapped through
-`info.columns`; bounds, integrality and start values are read from the variables themselves.
+`compile_model` walks the model's active constraints itself and fills numpy CSR arrays: the
+production model (`model.py`) writes every row as a `LinearExpression` of `MonomialTermExpression`
+terms, which are read directly; any other body (the literal-form test oracle) goes through Pyomo's
+`generate_standard_repn`. Pyomo's own standard-form compiler is not used: it imports SciPy, whose
+deferred finalisation in Pyomo costs seconds per process. Columns are the model's unfixed variables
+in declaration order; fixed variables become constants (moved into row bounds and the offset).
 `decode` turns a solution vector back into a placement of the region's VMs.
 """
 
@@ -11,10 +13,11 @@ from __future__ import annotations
 
 import gc
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-from pyomo.repn.plugins.standard_form import LinearStandardFormCompiler
-from scipy import sparse
+import pyomo.core as pyo  # not pyomo.environ: its solver/writer plugins cost ~0.2 s, unused here
+from pyomo.core.expr.numeric_expr import LinearExpression, MonomialTermExpression
 
 from origamig.bilp.model import BilpModel
 from origamig.records import GiSlot, Placement
@@ -23,10 +26,24 @@ _MAX_SCALE_DIGITS = 6
 
 
 @dataclass(frozen=True, eq=False)
+class SparseRows:
+    """A matrix in compressed sparse row form: row r holds `indices/data[indptr[r]:indptr[r+1]]`."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    shape: tuple[int, int]
+
+    @property
+    def nnz(self) -> int:
+        return len(self.data)
+
+
+@dataclass(frozen=True, eq=False)
 class Compiled:
     """max c·x + offset  s.t.  row_lo ≤ A x ≤ row_hi,  col_lo ≤ x ≤ col_hi,  x_n integer where `integer`."""
 
-    A: sparse.csr_array
+    A: SparseRows
     row_lo: np.ndarray
     row_hi: np.ndarray
     col_lo: np.ndarray
@@ -55,22 +72,72 @@ class Compiled:
         return float(np.sum(np.where(self.c > 0, self.c * self.col_hi, self.c * self.col_lo))) + self.offset
 
 
-def compile_model(model: BilpModel) -> Compiled:
-    """The standard form of `model.pyomo` with its start values as the hint vector."""
+def compile_model(model: Any) -> Compiled:
+    """The standard form of `model.pyomo` (a maximization) with the variables' values as the hint."""
     paused = gc.isenabled()
     gc.disable()  # as in build_model: no cyclic GC passes over the model's objects meanwhile
     try:
-        info = LinearStandardFormCompiler().write(model.pyomo, mixed_form=True, set_sense=None)
+        return _compile(model.pyomo)
     finally:
         if paused:
             gc.enable()
-    cols = info.columns
+
+
+def _terms(expr: Any) -> tuple[list[tuple[float, Any]], float]:
+    """(coefficient, variable) terms and the constant of a linear expression."""
+    if type(expr) is LinearExpression and all(type(t) is MonomialTermExpression for t in expr.args):
+        return [t.args for t in expr.args], 0.0
+    from pyomo.repn.standard_repn import generate_standard_repn
+
+    repn = generate_standard_repn(expr, compute_values=True, quadratic=False)
+    if not repn.is_linear():
+        raise ValueError(f"not a linear expression: {expr}")
+    return list(zip(repn.linear_coefs, repn.linear_vars, strict=True)), float(repn.constant or 0.0)
+
+
+def _compile(m: Any) -> Compiled:
+    col_of: dict[int, int] = {}
+    cols: list[Any] = []
+    for var in m.component_data_objects(pyo.Var, descend_into=True, sort=False):
+        if not var.fixed:
+            col_of[id(var)] = len(cols)
+            cols.append(var)
+    indptr = [0]
+    indices: list[int] = []
+    data: list[float] = []
+    row_lo: list[float] = []
+    row_hi: list[float] = []
+    for con in m.component_data_objects(pyo.Constraint, active=True, descend_into=True, sort=False):
+        terms, const = _terms(con.body)
+        lo, hi = con.lb, con.ub
+        for coef, var in terms:
+            n = col_of.get(id(var))
+            if n is None:  # fixed: a constant
+                const += coef * var.value
+            elif coef:
+                indices.append(n)
+                data.append(coef)
+        if len(indices) == indptr[-1]:  # no free variable left: must hold as it is
+            if (lo is not None and const < lo - 1e-9) or (hi is not None and const > hi + 1e-9):
+                raise ValueError(f"constraint {con.name} is violated by the fixed variables")
+            continue
+        indptr.append(len(indices))
+        row_lo.append(-np.inf if lo is None else lo - const)
+        row_hi.append(np.inf if hi is None else hi - const)
+    objectives = list(m.component_data_objects(pyo.Objective, active=True, descend_into=True))
+    if len(objectives) != 1:
+        raise ValueError(f"the model has {len(objectives)} active objectives, not one")
+    if objectives[0].sense != pyo.maximize:
+        raise ValueError("the model's objective must be maximized")
     n = len(cols)
-    A = sparse.csr_array(info.A)
-    rhs = np.asarray(info.rhs, dtype=float)
-    sense = np.array([s for _, s in info.rows], dtype=int)
-    row_lo = np.where(sense <= 0, rhs, -np.inf)  # sense: 1 means ≤, 0 means =, -1 means ≥
-    row_hi = np.where(sense >= 0, rhs, np.inf)
+    c = np.zeros(n)
+    terms, offset = _terms(objectives[0].expr)
+    for coef, var in terms:
+        k = col_of.get(id(var))
+        if k is None:
+            offset += coef * var.value
+        else:
+            c[k] += coef
     col_lo = np.empty(n)
     col_hi = np.empty(n)
     integer = np.empty(n, dtype=bool)
@@ -81,10 +148,24 @@ def compile_model(model: BilpModel) -> Compiled:
         col_hi[t] = np.inf if hi is None else hi
         integer[t] = var.is_integer() or var.is_binary()
         hint[t] = var.value if var.value is not None else max(col_lo[t], 0.0)
-    c = np.asarray(info.c.toarray()).ravel() if info.c.shape[0] else np.zeros(n)
-    offset = float(info.c_offset[0]) if len(info.c_offset) else 0.0
+    A = SparseRows(
+        np.asarray(indptr, dtype=np.int64),
+        np.asarray(indices, dtype=np.int32),
+        np.asarray(data, dtype=float),
+        (len(row_lo), n),
+    )
     return Compiled(
-        A, row_lo, row_hi, col_lo, col_hi, integer, c, offset, hint, tuple(cols), _scale(c, offset)
+        A,
+        np.asarray(row_lo, dtype=float),
+        np.asarray(row_hi, dtype=float),
+        col_lo,
+        col_hi,
+        integer,
+        c,
+        float(offset),
+        hint,
+        tuple(cols),
+        _scale(c, offset),
     )
 
 

@@ -1,11 +1,92 @@
-"""`origamig` — the typer application. Each command lives in its own module with `register(app)`."""
+"""`origamig` — the typer application. Each command lives in its own module with `register(app)`.
+
+The command modules are imported only when their command runs (or shows its own `--help`):
+`origamig --help` lists the commands from `COMMANDS` below, so start-up pays for typer alone and
+`origamig solve` loads the solvers, not the simulator (and the other way round).
+"""
 
 from __future__ import annotations
 
 import importlib
-from typing import Annotated
+from difflib import get_close_matches
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
+
+# Command name → (module under origamig.cli, the first paragraph of its help). Each module defines
+# `register(app: typer.Typer) -> None`; tests check that the help here is the command's own.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "configs": (
+        "configs",
+        "Enumerate every MIG configuration of a GPU model and count the suboptimal ones.",
+    ),
+    "check": (
+        "check",
+        "Validate a snapshot (every problem, one line each, exit 2) and summarize the cluster it describes.",
+    ),
+    "import": (
+        "importer",
+        "Build snapshot PMs from real MIG state: every GI found becomes a running VM that holds it.",
+    ),
+    "simulate": (
+        "simulate",
+        "Simulate placement policies on the paper's workload (docs/simulator.md) and report its metrics.",
+    ),
+    "report": (
+        "report",
+        "Draw Fig. 4 (acceptance, active PMs, packing, energy per GPU-hour vs load) and a markdown table.",
+    ),
+    "solve": (
+        "solve",
+        "Optimize a snapshot: admit pending VMs, consolidate, and plan the live migrations to get there.",
+    ),
+    "check-plan": (
+        "check_plan",
+        "Replay a migration plan step by step and report the first step that breaks a constraint.",
+    ),
+}
+
+
+def load_command(name: str) -> Any:
+    """The click command `name`, built by importing its module (once per process)."""
+    sub = typer.Typer()
+    importlib.import_module(f"origamig.cli.{COMMANDS[name][0]}").register(sub)
+    return typer.main.get_command(sub)
+
+
+class _LazyGroup(TyperGroup):
+    """A typer group whose commands are imported on first use; help lists them from `COMMANDS`."""
+
+    _listing = False
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [*COMMANDS, *(n for n in self.commands if n not in COMMANDS)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name in self.commands or cmd_name not in COMMANDS:
+            return self.commands.get(cmd_name)
+        if self._listing:  # the group's own --help: a stand-in that carries the help text only
+            return typer.core.TyperCommand(cmd_name, help=COMMANDS[cmd_name][1])
+        self.commands[cmd_name] = load_command(cmd_name)
+        return self.commands[cmd_name]
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        try:
+            return self._click_resolve_command(ctx, args)
+        except typer.core._click.exceptions.UsageError as err:  # suggest among every command, loaded or not
+            matches = get_close_matches(args[0], self.list_commands(ctx)) if args else []
+            if matches:
+                err.message = f"{err.message.rstrip('.')}. Did you mean {', '.join(map(repr, matches))}?"
+            raise
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
 
 app = typer.Typer(
     name="origamig",
@@ -13,6 +94,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=_LazyGroup,
 )
 
 
@@ -32,21 +114,6 @@ def _root(
     ] = False,
 ) -> None:
     """MIG-aware VM placement (keeps `origamig <command>` a group even with a single command)."""
-
-
-# One module per command; each defines `register(app: typer.Typer) -> None`.
-COMMAND_MODULES: tuple[str, ...] = (
-    "configs",
-    "check",
-    "importer",
-    "simulate",
-    "report",
-    "solve",
-    "check_plan",
-)
-
-for _name in COMMAND_MODULES:
-    importlib.import_module(f"origamig.cli.{_name}").register(app)
 
 
 def main() -> None:

@@ -12,6 +12,9 @@ callbacks do not see the iteration count, so `Limits.work_limit` is applied as a
 (`mip_max_nodes`) — a different unit from the work reported.
 HiGHS is deterministic for a fixed thread count; its thread pool is process-global, so a change of
 thread count resets the scheduler.
+Presolve runs without probing (`presolve_rule_off`, bit 15): on these models probing took ~90% of
+presolve (0.25–0.6 s on 1–3k columns) and did not pay for itself; without it calls prove in about
+half the time (benchmarks/solvers.py, README "Solver benchmark").
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ _GUARD_GRACE_S = 0.05  # cancel this long after the limit if HiGHS has not stopp
 # Presolve + symmetry detection of the H100 stress model (436k nonzeros): 4.5-6 s under load.
 PRESOLVE_S_PER_NONZERO = 1e-5
 _ITERATIONS_PER_WORK_UNIT = 1000
+_PRESOLVE_PROBING = 1 << 15  # HiGHS presolve rule 15 (probing), as a `presolve_rule_off` bit
 _threads_in_use: list[int] = []
 _banner_done: list[bool] = []
 
@@ -43,9 +47,10 @@ class HighsBackend:
     name = "highs"
     features: ClassVar[frozenset[str]] = frozenset({"mip_start", "wall_clock_guard", "work_limit"})
     # Wall seconds per unit of reported work on one idle core, for the load-independent call
-    # time of deterministic simulations: one unit (1000 simplex
-    # iterations) took 0.5-0.6 s of CPU on 16-PM neighborhoods.
-    seconds_per_work: ClassVar[float] = 0.55
+    # time of deterministic simulations: one unit (1000 simplex iterations) took 0.5-0.6 s of CPU
+    # on 16-PM neighborhoods with presolve probing on; without probing 0.7x that per instance
+    # (median over 10 neighborhoods, both forms side by side: benchmarks/solvers.py).
+    seconds_per_work: ClassVar[float] = 0.4
     # Work budget of a deterministic solve when the caller gives none (branch-and-bound nodes).
     default_work_limit: ClassVar[float] = 1000.0
 
@@ -108,6 +113,7 @@ class HighsBackend:
         h.setOptionValue("output_flag", False)
         h.setOptionValue("threads", threads)
         h.setOptionValue("random_seed", 0)
+        h.setOptionValue("presolve_rule_off", _PRESOLVE_PROBING)
         if limits.wall_limit_s is not None:
             h.setOptionValue("time_limit", float(limits.wall_limit_s))
             if compiled.size["nonzeros"] * PRESOLVE_S_PER_NONZERO > 0.5 * limits.wall_limit_s:
