@@ -31,11 +31,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "simulate": (
         "simulate",
-        "Simulate placement policies on the paper's workload (docs/simulator.md) and report its metrics.",
+        "Simulate placement policies on the paper's workload (docs/simulator.md), "
+        "or on your fleet (--fleet) or\n"
+        "cluster (--from), and report their metrics.",
     ),
     "report": (
         "report",
-        "Draw Fig. 4 (acceptance, active PMs, packing, energy per GPU-hour vs load) and a markdown table.",
+        "Draw Fig. 4 (acceptance, active PMs, packing, energy per GPU-hour vs load) and a markdown table;\n"
+        "with --what-if, the savings of each policy against the baseline on each fleet instead.",
     ),
     "solve": (
         "solve",
