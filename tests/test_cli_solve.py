@@ -245,3 +245,15 @@ def test_solve_snapshot_does_not_mutate_the_snapshot() -> None:
     )
     assert outcome.status == "improved"
     assert (dict(snap.placement), json.dumps(snap.document, sort_keys=True), dict(snap.vms)) == before
+
+
+def test_a_snapshot_with_nothing_to_do_is_a_valid_document(tmp_path: Path) -> None:
+    """No pending VM and nothing worth consolidating: no solver runs, and the document still matches
+    the schema (the solver's name is null then)."""
+    idle = {"version": 1, "pms": [{"id": "pm0", "cpu": 80, "ram_gb": 512, "gpus": ["A100-40GB"]}], "vms": []}
+    path = tmp_path / "idle.json"
+    path.write_text(json.dumps(idle))
+    doc = solve_json(path)
+    assert doc["status"] == "unchanged" and doc["plan"] == []
+    assert doc["solver"]["name"] is None and doc["solver"]["termination"] == "not_run"
+    _validator().validate(doc)
