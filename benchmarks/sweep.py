@@ -6,10 +6,11 @@ progress bar. The rows are what a table compares (a policy, or a policy with opt
 are what the sweep varies (a load, a variant, or nothing). Every run is kept in the JSON results
 together with the scale it ran at, means and 95% CIs per (row, column), and differences paired by seed.
 
-`Scale` names the size of a sweep: `quick` (CI-sized: 32 PMs, 24 h + 24 h, few seeds, a reproducible
-work limit on OrigaMIG's solver), `full` (the paper's: 128 PMs, 48 h + 72 h, 10 s calls) and `smoke`
-(a few simulated hours on 8 PMs, for the tests). `--fleet FILE.toml` runs any sweep on a fleet file's
-data center and workload instead of the paper's (its own PM count; results `<name>-<scale>-<fleet>`).
+`Scale` names the size of a sweep: `quick` (CI-sized: 32 PMs, 24 h + 24 h, few seeds), `full` (the
+paper's: 128 PMs, 48 h + 72 h, 5 seeds) and `smoke` (a few simulated hours on 8 PMs, for the tests);
+all three give OrigaMIG's solver a reproducible node budget instead of a wall-clock limit.
+`--fleet FILE.toml` runs any sweep on a fleet file's data center and workload instead of the paper's
+(its own PM count; results `<name>-<scale>-<fleet>`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,12 @@ from origamig.sim.scenario import SimConfig, build_pms
 from origamig.sim.workload import HOUR
 from origamig.solver_registry import backend_names
 
+# Bumped whenever a code change alters what a sweep computes, so that stored results of the earlier
+# code are refused on a rerun instead of being mixed with new runs (a cell key fingerprints the
+# configuration, not the code). 1: consolidation neighborhoods from worth-emptying sources only, HiGHS
+# presolve probing on. 2: consolidation neighborhoods as Algorithm 1 reads (docs/policies.md#algorithm-1),
+# presolve probing off.
+RESULTS_REVISION = 2
 DERIVED_NAMES = (*METRIC_NAMES, "active_pms_pct", "active_gpus_pct", "migrations_per_admitted_vm")
 RESULTS = Path(__file__).resolve().parent / "results"
 OURS_COLOR = "tab:blue"
@@ -62,6 +69,7 @@ class Scale:
     threads: int | None = 1
     solver: str = "highs"  # OrigaMIG's BILP backend (`solver_registry`)
     fleet: Fleet | None = None  # a fleet file's data center and workload (`--fleet`); None: the paper's
+    revision: int = RESULTS_REVISION  # the code revision the results were made with (stored files lack it: 1)
 
     def config(self, **changes: Any) -> SimConfig:
         """The base configuration of this scale, with `changes` (load, variant, policy_options...)."""
@@ -199,6 +207,11 @@ def stored_runs(name: str, scale: Scale, out_dir: Path = RESULTS) -> list[dict[s
         raise UserError(f"{path}: cannot read stored results ({exc}); move it away to start afresh") from None
     stored = {k: v for k, v in _without_unset_hardware(doc.get("scale") or {}).items() if k != "seeds"}
     wanted = {k: v for k, v in _without_unset_hardware(_clean(asdict(scale))).items() if k != "seeds"}
+    if stored.get("revision", 1) != scale.revision:
+        raise UserError(
+            f"{path}: holds runs of results revision {stored.get('revision', 1)}, made by earlier code that "
+            f"computes differently (this is revision {scale.revision}); move it away or use --fresh"
+        )
     if stored != wanted:
         diff = ", ".join(
             f"{k}: {stored.get(k)!r} there, {wanted[k]!r} now" for k in wanted if stored.get(k) != wanted[k]
@@ -290,6 +303,7 @@ def load_sweep(name: str, scale: Scale, out_dir: Path = RESULTS) -> Sweep:
     path = results_path(name, scale, out_dir)
     doc = json.loads(path.read_text())
     stored = dict(doc["scale"], seeds=tuple(doc["scale"]["seeds"]))
+    stored.setdefault("revision", 1)
     stored["fleet"] = fleet_from_dict(stored["fleet"]) if stored.get("fleet") else None
     scale = Scale(**stored)
     cells = _cells_of(doc["runs"], scale)

@@ -172,6 +172,15 @@ def test_sweep_writes_each_cell_at_once_and_resumes(tmp_path: Path, monkeypatch:
     other = dataclasses.replace(two, pms=16)
     with pytest.raises(sweep.UserError, match="another setting"):
         sweep.run("loads", other, loads.cells(other, (0.75,), ("ff",)), 1, None, False, tmp_path)
+    # So is a file made by code of an earlier results revision (a file without one is revision 1),
+    # while its tables can still be redrawn.
+    doc = json.loads(path.read_text())
+    del doc["scale"]["revision"]
+    path.write_text(json.dumps(doc))
+    with pytest.raises(sweep.UserError, match="results revision 1"):
+        sweep.run("loads", two, loads.cells(two, (0.75,), ("ff",)), 1, None, False, tmp_path)
+    assert ran == [1, 2]
+    assert sweep.load_sweep("loads", two, tmp_path).scale.revision == 1
 
 
 def test_sweep_interrupted_keeps_finished_cells(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
