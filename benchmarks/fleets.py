@@ -256,8 +256,10 @@ def print_report(text: str, study: dict[str, Any], scale_text: str) -> None:
                 ]
             )
     if rows:
+        seeds = ",".join(sorted({str(x) for s in study.values() for x in s.get("seeds", ())}))
+        seeds = f"seed{'s' if ',' in seeds else ''} {seeds}"
         sweep.print_table(
-            f"OrigaMIG calls on 8-GPU neighborhoods (every seed, measured window) — {scale_text}",
+            f"OrigaMIG calls on 8-GPU neighborhoods ({seeds}, measured window) — {scale_text}",
             ["fleet", "setting", "calls", "median PMs/GPUs/VMs", "median s", "p95 s", "max s", "proved"],
             rows,
             "wall-clock seconds on this machine (shared, 2 cores); 'proved': the solver proved optimality",
