@@ -163,9 +163,7 @@ def _auto_scope(dc: DataCenter, weights: Weights) -> SolveScope:
             return SolveScope(
                 "auto", nb.pms, (), (), f"Algorithm 1 consolidation neighborhood of class {h} (Γ_h={gamma})"
             )
-    return SolveScope(
-        "auto", (), (), (), "nothing to do: no pending VM and no class with Γ_h ≥ 1 worth a call"
-    )
+    return SolveScope("auto", (), (), (), "no pending VM and no class with Γ_h ≥ 1 worth a call")
 
 
 def solve_snapshot(

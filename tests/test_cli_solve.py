@@ -256,4 +256,5 @@ def test_a_snapshot_with_nothing_to_do_is_a_valid_document(tmp_path: Path) -> No
     doc = solve_json(path)
     assert doc["status"] == "unchanged" and doc["plan"] == []
     assert doc["solver"]["name"] is None and doc["solver"]["termination"] == "not_run"
+    assert doc["status_reason"] == "nothing to optimize: no pending VM and no class with Γ_h ≥ 1 worth a call"
     _validator().validate(doc)
