@@ -18,6 +18,7 @@ Writing keeps every field of the input document (unknown ones too) and replaces 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -177,10 +178,8 @@ def write_text_atomic(path: str | Path, text: str, new_mode: int = 0o666) -> Non
 
 def _mode_for(target: Path, new_mode: int = 0o666) -> int:
     """The permission bits a file written to `target` should get (see `write_text_atomic`)."""
-    try:
+    with contextlib.suppress(OSError):  # no file to replace (or unreadable): a new file's mode
         return stat.S_IMODE(target.stat().st_mode)
-    except OSError:
-        pass
     mask = os.umask(0o022)  # reading the umask means setting it; put it back at once
     os.umask(mask)
     return new_mode & ~mask

@@ -13,7 +13,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from cli_helpers import run_main
-from referencing import Registry, Resource
+from solve_schema import solve_document_validator
 from typer.testing import CliRunner
 
 from origamig.check import check_placement
@@ -31,16 +31,6 @@ def solve_json(path: Path, *args: str, code: int = 0) -> dict:
     result = runner.invoke(app, ["solve", str(path), "--json", *FAST, *args])
     assert result.exit_code == code, result.output
     return json.loads(result.stdout)
-
-
-@functools.cache
-def _validator() -> jsonschema.Draft202012Validator:
-    schemas = {n: json.loads(schema_path(n).read_text()) for n in ("solve", "plan")}
-    registry = Registry().with_resources(
-        [(s["$id"], Resource.from_contents(s)) for s in schemas.values()]
-        + [("plan.schema.json", Resource.from_contents(schemas["plan"]))]
-    )
-    return jsonschema.Draft202012Validator(schemas["solve"], registry=registry)
 
 
 @functools.cache
@@ -73,7 +63,7 @@ def placement_of(doc: dict, snap: Snapshot) -> dict[str, Placement]:
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
 def test_answer_passes_the_checker_and_the_replay(path: Path, solver: str) -> None:
     doc = solved(path.stem, solver)
-    _validator().validate(doc)
+    solve_document_validator().validate(doc)
     snap = load_snapshot(path)
     final = placement_of(doc, snap)
     powered = [replace(pm, powered_off=False) for pm in snap.pms]  # a PM the plan uses is switched on
@@ -257,4 +247,4 @@ def test_a_snapshot_with_nothing_to_do_is_a_valid_document(tmp_path: Path) -> No
     assert doc["status"] == "unchanged" and doc["plan"] == []
     assert doc["solver"]["name"] is None and doc["solver"]["termination"] == "not_run"
     assert doc["status_reason"] == "nothing to optimize: no pending VM and no class with Γ_h ≥ 1 worth a call"
-    _validator().validate(doc)
+    solve_document_validator().validate(doc)

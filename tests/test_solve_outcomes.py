@@ -5,7 +5,6 @@ apart, and the plan explains each move; `--script` writes the dry-run shell scri
 from __future__ import annotations
 
 import copy
-import functools
 import json
 import os
 import stat
@@ -14,37 +13,26 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 from cli_helpers import run_main
-from referencing import Registry, Resource
+from solve_schema import solve_document_validator
 
 import origamig.snapshot_solve as snapshot_solve
 from origamig.bilp import Limits
 from origamig.bilp.backends.base import SOLUTION_FEASIBLE
 from origamig.decision import Status
 from origamig.plan_render import render_shell
-from origamig.snapshot import load_snapshot, parse_snapshot, schema_path
+from origamig.snapshot import load_snapshot, parse_snapshot
 from origamig.snapshot_solve import solve_snapshot
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 FIG1C = EXAMPLES / "fig1c-compaction.json"
 
 
-@functools.cache
-def validator() -> jsonschema.Draft202012Validator:
-    schemas = {n: json.loads(schema_path(n).read_text()) for n in ("solve", "plan")}
-    registry = Registry().with_resources(
-        [(s["$id"], Resource.from_contents(s)) for s in schemas.values()]
-        + [("plan.schema.json", Resource.from_contents(schemas["plan"]))]
-    )
-    return jsonschema.Draft202012Validator(schemas["solve"], registry=registry)
-
-
 def solve(path: Path, *args: str) -> tuple[int, dict[str, Any], str]:
     code, out, err = run_main(["solve", str(path), "--json", *args])
     doc = json.loads(out)
-    validator().validate(doc)
+    solve_document_validator().validate(doc)
     return code, doc, err
 
 
