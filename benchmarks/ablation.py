@@ -180,7 +180,7 @@ def main(args: argparse.Namespace) -> None:
              "paper": {"table11": paper.TABLE11}}  # fmt: skip
     path = sweep.write_json(sw, extra, args.out)
     png = draw(sw, rows, args.out)
-    print(f"{scale.describe()}\nwall time {sw.wall_s:.0f} s; wrote {path} and {png}")
+    print(f"{sw.scale.describe()}\nwall time {sw.wall_s:.0f} s; wrote {path} and {png}")
 
 
 if __name__ == "__main__":

@@ -174,7 +174,7 @@ def main(args: argparse.Namespace) -> None:
     extra = {"load": args.load, "rows": {r: ROW_OPTIONS.get(r, {}) for r in rows}, "findings": findings}
     path = sweep.write_json(sw, extra, args.out)
     png = draw(sw, rows, col, findings, args.out)
-    print(f"{scale.describe()}\nwall time {sw.wall_s:.0f} s; wrote {path} and {png}")
+    print(f"{sw.scale.describe()}\nwall time {sw.wall_s:.0f} s; wrote {path} and {png}")
 
 
 if __name__ == "__main__":

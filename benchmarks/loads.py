@@ -209,7 +209,7 @@ def main(args: argparse.Namespace) -> None:
     extra = {"loads": list(loads), "findings": findings, "paper": {"table8": paper.TABLE8}}
     path = sweep.write_json(sw, extra, args.out)
     png = draw(sw, loads, args.out)
-    print(f"{scale.describe()}\nwall time {sw.wall_s:.0f} s; wrote {path} and {png}")
+    print(f"{sw.scale.describe()}\nwall time {sw.wall_s:.0f} s; wrote {path} and {png}")
 
 
 if __name__ == "__main__":

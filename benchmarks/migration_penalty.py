@@ -179,7 +179,7 @@ def main(args: argparse.Namespace) -> None:
     }
     path = sweep.write_json(sw, extra, args.out)
     png = draw(sw, ROWS, findings, args.out)
-    print(f"{scale.describe()}\nwall time {sw.wall_s:.0f} s; wrote {path} and {png}")
+    print(f"{sw.scale.describe()}\nwall time {sw.wall_s:.0f} s; wrote {path} and {png}")
 
 
 if __name__ == "__main__":

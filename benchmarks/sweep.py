@@ -239,6 +239,8 @@ def run(
     stored = stored_runs(name, scale, out_dir) if out_dir is not None else []
     done_keys = {r["cell"] for r in stored}
     todo = [c for c in cells if c.key not in done_keys]
+    # The sweep holds every stored run, so its scale names every seed they cover (titles, JSON).
+    scale = replace(scale, seeds=tuple(sorted({int(r["seed"]) for r in stored} | set(scale.seeds))))
     order = sorted(range(len(todo)), key=lambda i: todo[i].policy != "origamig")
     specs = [todo[i].spec() for i in order]
     sweep = Sweep(name, scale, [*_cells_of(stored, scale), *(c for c in cells if c.key not in done_keys)])

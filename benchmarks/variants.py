@@ -206,7 +206,7 @@ def main(args: argparse.Namespace) -> None:
              "paper": {"variant_gains": paper.VARIANT_GAINS}}  # fmt: skip
     path = sweep.write_json(sw, extra, args.out)
     png = draw(sw, variants, findings, args.out)
-    print(f"{scale.describe()}\nwall time {sw.wall_s:.0f} s; wrote {path} and {png}")
+    print(f"{sw.scale.describe()}\nwall time {sw.wall_s:.0f} s; wrote {path} and {png}")
 
 
 if __name__ == "__main__":

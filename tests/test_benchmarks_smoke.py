@@ -164,10 +164,15 @@ def test_sweep_writes_each_cell_at_once_and_resumes(tmp_path: Path, monkeypatch:
     # The same command with one more seed runs only the new cell and keeps the stored run as it was.
     second = sweep.run("loads", two, loads.cells(two, (0.75,), ("ff",)), 1, None, False, tmp_path)
     assert ran == [1, 2]
+    # Another command's seeds join the stored ones: the file names every seed its runs hold.
+    three = dataclasses.replace(SMOKE, seeds=(3,))
+    sweep.run("loads", three, loads.cells(three, (0.75,), ("ff",)), 1, None, False, tmp_path)
+    assert json.loads(path.read_text())["scale"]["seeds"] == [1, 2, 3]
+    assert ran == [1, 2, 3]
     assert second.runs[0] == first.runs[0] and [r["seed"] for r in second.runs] == [1, 2]
     # A rerun of a finished command runs nothing.
     sweep.run("loads", two, loads.cells(two, (0.75,), ("ff",)), 1, None, False, tmp_path)
-    assert ran == [1, 2]
+    assert ran == [1, 2, 3]
     # A file written at another setting of the scale is refused, not mixed.
     other = dataclasses.replace(two, pms=16)
     with pytest.raises(sweep.UserError, match="another setting"):
@@ -179,7 +184,7 @@ def test_sweep_writes_each_cell_at_once_and_resumes(tmp_path: Path, monkeypatch:
     path.write_text(json.dumps(doc))
     with pytest.raises(sweep.UserError, match="results revision 1"):
         sweep.run("loads", two, loads.cells(two, (0.75,), ("ff",)), 1, None, False, tmp_path)
-    assert ran == [1, 2]
+    assert ran == [1, 2, 3]
     assert sweep.load_sweep("loads", two, tmp_path).scale.revision == 1
 
 
