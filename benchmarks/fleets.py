@@ -305,7 +305,7 @@ def main(args: argparse.Namespace) -> None:
     seeds = sweep.parse_seeds(args.call_seeds) if args.call_seeds else ()
     study = kept_study or ({} if args.no_calls else call_study(chosen, scale, seeds, args.replay_calls))
     path, md, png = write(sw, chosen, study, args.out)
-    print(f"{describe(scale, chosen)}\nwall time {sw.wall_s:.0f} s; wrote {path}, {md} and {png}")
+    print(f"{describe(sw.scale, chosen)}\nwall time {sw.wall_s:.0f} s; wrote {path}, {md} and {png}")
 
 
 def _stored_study(scale: Scale, out_dir: Path) -> dict[str, Any]:
