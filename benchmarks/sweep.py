@@ -245,7 +245,8 @@ def run(
     specs = [todo[i].spec() for i in order]
     sweep = Sweep(name, scale, [*_cells_of(stored, scale), *(c for c in cells if c.key not in done_keys)])
     sweep.runs = list(stored)
-    sweep.wall_s = sum(float(r.get("wall_s") or 0.0) for r in stored)
+    stored_wall_s = sum(float(r.get("wall_s") or 0.0) for r in stored)
+    sweep.wall_s = stored_wall_s
     t0 = time.perf_counter()
     if len(todo) < len(cells):
         print(f"{name}: {len(cells) - len(todo)} of {len(cells)} cells already in the results file, skipped")
@@ -255,13 +256,14 @@ def run(
         def done(i: int, result: Any) -> None:
             cell = todo[order[i]]
             sweep.runs.append(_record(cell, result))
+            sweep.wall_s = stored_wall_s + (time.perf_counter() - t0)  # kept current for partial files
             if out_dir is not None:
                 write_partial(sweep, out_dir)
             if bar is not None:
                 bar.update(task, advance=1, description=f"{name}: {cell.row} {cell.col} seed {cell.seed}")
 
         run_all(specs, workers=workers, scheduler=scheduler, done=done)
-    sweep.wall_s += time.perf_counter() - t0
+    sweep.wall_s = stored_wall_s + (time.perf_counter() - t0)
     position = {c.key: n for n, c in enumerate(sweep.cells)}
     sweep.runs.sort(key=lambda r: position.get(r["cell"], len(position)))
     return sweep
@@ -460,6 +462,7 @@ def write_partial(sweep: Sweep, out_dir: Path = RESULTS) -> Path:
         "scale": asdict(sweep.scale),
         "scale_text": sweep.scale.describe(),
         "partial": True,
+        "wall_s": round(sweep.wall_s, 1),
         "runs": sweep.runs,
     }
     return _write(results_path(sweep.name, sweep.scale, out_dir), doc)

@@ -201,7 +201,10 @@ def test_sweep_interrupted_keeps_finished_cells(tmp_path: Path, monkeypatch: pyt
     with pytest.raises(KeyboardInterrupt):
         sweep.run("loads", scale, cells, 1, None, False, tmp_path)
     monkeypatch.setattr(sweep, "run_all", real_run_all)
-    assert len(json.loads(sweep.results_path("loads", scale, tmp_path).read_text())["runs"]) == 1
+    left = json.loads(sweep.results_path("loads", scale, tmp_path).read_text())
+    assert len(left["runs"]) == 1
+    # The file says how long the sweep ran until the interruption: at least its finished run's time.
+    assert left["wall_s"] >= round(left["runs"][0]["wall_s"], 1)
     resumed = sweep.run("loads", scale, cells, 1, None, False, tmp_path)
     assert sorted(r["seed"] for r in resumed.runs) == [1, 2]
 
