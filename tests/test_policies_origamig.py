@@ -385,3 +385,45 @@ def test_spill_lets_sources_not_kept_in_s_receive():
     assert work is not None and work.applied
     apply_work(dc, work)
     assert check(dc) == [] and dc.active_pms == 1
+
+
+def test_a_call_proved_to_change_nothing_is_not_solved_again_on_the_same_state(monkeypatch):
+    """δ = 40 makes every move cost more than it saves, so each call proves "no change". A departure
+    outside the neighborhood re-enables the class on the same neighborhood in the same state: that call
+    reuses the stored outcome instead of solving; a departure inside it makes a new state, solved."""
+    from origamig.policies.optimizer import policy as policy_module
+
+    solves: list[int] = []
+    real_decide = policy_module.decide
+    monkeypatch.setattr(policy_module, "decide", lambda *a, **k: solves.append(1) or real_decide(*a, **k))
+
+    def state() -> DataCenter:
+        dc = DataCenter([pm(f"pm{j}") for j in range(4)])
+        for j in range(4):
+            put(dc, vm(f"v{j}", "1g.5gb"), j, (0, j))
+        put(dc, vm("w", "2g.10gb"), 3, (0, 4))  # pm3 has the fewest free slices: not a receiver
+        return dc
+
+    outcomes = {}
+    for reuse in (True, False):
+        solves.clear()
+        dc = state()
+        policy = make_policy("origamig", solver="highs", threads=1, delta=40, m_max=2, reuse_unchanged=reuse)
+        first = policy.work(dc, 10.0)
+        assert first is not None and first.pms == {0, 1} and not first.applied
+        assert first.call.outcome == "no_change" and first.call.proved_optimal
+        policy.finished(dc, first, 10.0)
+        assert policy.work(dc, 20.0) is None  # silenced
+        dc.remove("w")
+        policy.depart(dc, "w", 25.0)  # outside the neighborhood: re-enables the class
+        second = policy.work(dc, 30.0)
+        assert second is not None and second.pms == first.pms
+        assert (second.call, second.modeled_s, second.applied) == (first.call, first.modeled_s, False)
+        policy.finished(dc, second, 30.0)
+        dc.remove("v0")
+        policy.depart(dc, "v0", 35.0)  # inside it: another state
+        third = policy.work(dc, 40.0)
+        assert third is not None and third.pms != first.pms
+        counters = policy.counters()
+        outcomes[reuse] = (len(solves), counters.get("calls_reused", 0), counters["calls"])
+    assert outcomes == {True: (2, 1, 3), False: (3, 0, 3)}

@@ -18,6 +18,7 @@ import statistics
 import time
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from origamig.bilp.backends.base import Limits, make_limits
@@ -70,6 +71,7 @@ class OrigaMIG:
         consolidation: str = FILL,
         rotate: bool = False,
         spill: bool = False,
+        reuse_unchanged: bool = True,
     ) -> None:
         options = {k: v for k, v in locals().items() if k not in ("self", "weights")}  # the keyword arguments
         problems = option_problems(options)
@@ -94,6 +96,10 @@ class OrigaMIG:
         self.rotate = rotate
         self._visited: dict[str, set[int]] = {}
         self.spill = spill  # sources not kept in S may receive (an extension)
+        # A consolidation call proved to change nothing is not solved again on the same state of the
+        # same PMs (its BILP would be the same model): the stored outcome is reused, duration and all.
+        self.reuse_unchanged = reuse_unchanged
+        self._unchanged: dict[tuple[Any, ...], Work] = {}
         self._vm_class: dict[str, str] = {}
         self._calls: Counter[str] = Counter()
         self._wall: list[float] = []
@@ -166,7 +172,17 @@ class OrigaMIG:
     def _call(self, dc: DataCenter, nb: Neighborhood, select_s: float) -> Work:
         if not nb.pms:
             return Work(nb.kind, frozenset(), {}, rejected=nb.rejected, applied=False, wall_s=select_s)
-        work = run_call(dc, nb, self.weights, self.solver, self.limits, select_s)
+        key = region_key(dc, nb) if self.reuse_unchanged and nb.kind == "consolidation" else None
+        known = self._unchanged.get(key) if key is not None else None
+        if known is not None:
+            self._calls["reused"] += 1
+            work = replace(known, phases_s={"select_s": select_s})
+        else:
+            work = run_call(dc, nb, self.weights, self.solver, self.limits, select_s)
+            if key is not None and _proved_unchanged(work):
+                if len(self._unchanged) >= REUSE_CAPACITY:
+                    self._unchanged.pop(next(iter(self._unchanged)))
+                self._unchanged[key] = work
         assert work.call is not None
         self._calls[nb.kind] += 1
         self._wall.append(work.wall_s)
@@ -195,7 +211,7 @@ class OrigaMIG:
 
     def counters(self) -> dict[str, float]:
         out: dict[str, Any] = {f"calls_{k}": v for k, v in self._calls.items()}
-        out["calls"] = sum(v for k, v in self._calls.items() if k != "consolidation_skipped")
+        out["calls"] = sum(v for k, v in self._calls.items() if k not in ("consolidation_skipped", "reused"))
         out["median_call_s"] = statistics.median(self._wall) if self._wall else 0.0
         out.update({f"time_{k}": v for k, v in self._phase.items()})
         out.update({f"status_{k}": v for k, v in self._status.items()})
@@ -239,11 +255,29 @@ def option_problems(options: Mapping[str, Any]) -> list[str]:
         "consolidation_calls",
         "rotate",
         "spill",
+        "reuse_unchanged",
     ):
         need(isinstance(options[key], bool), key, "must be true or false")
     need(options["consolidation"] in CONSOLIDATION_READINGS, "consolidation",
          f"is not one of {', '.join(CONSOLIDATION_READINGS)}")  # fmt: skip
     return problems
+
+
+REUSE_CAPACITY = 4096  # unchanged calls remembered (the oldest is forgotten first)
+
+
+def region_key(dc: DataCenter, nb: Neighborhood) -> tuple[Any, ...]:
+    """What a call's BILP depends on: its PMs in order, their VMs in placement order with their
+    placements (a VM id fixes its spec), and its pending VMs (`bilp.restrict`). O(neighborhood)."""
+    running = tuple((v, dc.placement[v]) for j in nb.pms for v in dc.vms_on(j))
+    return (nb.kind, nb.gpu_class, tuple(nb.pms), running, tuple(nb.pending), nb.rejected)
+
+
+def _proved_unchanged(work: Work) -> bool:
+    """A call whose solver proved that keeping every VM in place is optimal: on the same model any
+    solve finds nothing strictly better (the optimum is a property of the model, not of the run)."""
+    call = work.call
+    return call is not None and not work.applied and call.outcome == "no_change" and call.proved_optimal
 
 
 PHASES = ("select_s", "build_s", "compile_s", "solve_s", "decode_s", "plan_s")  # of a call's wall time
