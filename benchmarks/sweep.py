@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from origamig.errors import UserError
 from origamig.sim.aggregate import mean_ci
+from origamig.sim.engine import checkpoint_header
 from origamig.sim.fleet import Fleet, fleet_from_dict
 from origamig.sim.metrics import METRIC_NAMES
 from origamig.sim.runner import RunSpec, run_all
@@ -233,8 +234,9 @@ def run(
     """Run every cell not yet finished (longest-looking first, so that the pool drains evenly).
 
     With `out_dir`, the runs already stored in its results file are kept and their cells skipped,
-    and the file is rewritten after every finished cell (atomically), so an interrupted sweep loses
-    at most the cells that were running and a rerun of the same command resumes it. The sweep holds
+    and the file is rewritten after every finished cell (atomically); a running cell saves itself
+    every `CHECKPOINT_EVERY_S` (`checkpoint_path`), so an interrupted sweep loses at most that much of
+    each running cell and a rerun of the same command resumes it. The sweep holds
     every stored run of this scale, not only this command's cells."""
     stored = stored_runs(name, scale, out_dir) if out_dir is not None else []
     done_keys = {r["cell"] for r in stored}
@@ -243,6 +245,12 @@ def run(
     scale = replace(scale, seeds=tuple(sorted({int(r["seed"]) for r in stored} | set(scale.seeds))))
     order = sorted(range(len(todo)), key=lambda i: todo[i].policy != "origamig")
     specs = [todo[i].spec() for i in order]
+    if out_dir is not None:  # a long cell saves itself; a rerun resumes it where it stopped
+        specs = [
+            replace(spec, checkpoint=str(checkpoint_path(name, scale, todo[i], out_dir)),
+                    checkpoint_every_s=CHECKPOINT_EVERY_S)
+            for spec, i in zip(specs, order, strict=True)
+        ]  # fmt: skip
     sweep = Sweep(name, scale, [*_cells_of(stored, scale), *(c for c in cells if c.key not in done_keys)])
     sweep.runs = list(stored)
     stored_wall_s = sum(float(r.get("wall_s") or 0.0) for r in stored)
@@ -287,6 +295,15 @@ def _cells_of(runs: Sequence[dict[str, Any]], scale: Scale) -> list[Cell]:
     ]
 
 
+CHECKPOINT_EVERY_S = 600.0  # a running cell saves itself this often (wall seconds)
+
+
+def checkpoint_path(name: str, scale: Scale, cell: Cell, out_dir: Path) -> Path:
+    """Where a running cell of this sweep saves itself (git-ignored), by results revision and cell key."""
+    digest = hashlib.sha256(cell.key.encode()).hexdigest()[:16]
+    return out_dir / ".checkpoints" / f"{name}-{scale.name}-r{scale.revision}-{digest}.ckpt"
+
+
 def list_cells(name: str, scale: Scale, cells: Sequence[Cell], out_dir: Path = RESULTS) -> None:
     """Print every cell of the command, finished or left, and the stored cells of other commands."""
     stored = {r["cell"]: r for r in stored_runs(name, scale, out_dir)}
@@ -295,6 +312,10 @@ def list_cells(name: str, scale: Scale, cells: Sequence[Cell], out_dir: Path = R
     for c in cells:
         run_ = stored.get(c.key)
         state = f"done ({run_['wall_s']:.0f} s)" if run_ else "left"
+        saved = None if run_ else checkpoint_header(checkpoint_path(name, scale, c, out_dir))
+        if saved is not None:
+            state += (f" (checkpoint at {saved['t'] / HOUR:.1f} h of {saved['end'] / HOUR:.0f} h simulated, "
+                      f"{saved['wall_s']:.0f} s spent; a rerun resumes it)")  # fmt: skip
         left += run_ is None
         print(f"{c.row:<28} {c.col:<10} seed {c.seed:<3} {state}")
     others = [k for k in stored if k not in wanted]
@@ -326,6 +347,8 @@ def run_or_load(name: str, scale: Scale, cells: Sequence[Cell], args: argparse.N
         return load_sweep(name, scale, args.out)
     if getattr(args, "fresh", False):
         results_path(name, scale, args.out).unlink(missing_ok=True)
+        for cell in cells:
+            checkpoint_path(name, scale, cell, args.out).unlink(missing_ok=True)
     return run(name, scale, cells, args.workers, args.scheduler, not args.no_progress, args.out)
 
 

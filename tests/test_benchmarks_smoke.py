@@ -209,6 +209,33 @@ def test_sweep_interrupted_keeps_finished_cells(tmp_path: Path, monkeypatch: pyt
     assert sorted(r["seed"] for r in resumed.runs) == [1, 2]
 
 
+def test_a_cell_killed_mid_run_resumes_from_its_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from origamig.sim import engine
+
+    cells = loads.cells(SMOKE, (1.0,), ("origamig",))
+    whole = sweep.run("loads", SMOKE, cells, 1, None, False, None)  # never stopped, no file
+    real_save = engine.Simulation.save
+
+    def save_then_die(self, checkpoint, wall_s):
+        real_save(self, checkpoint, wall_s)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sweep, "CHECKPOINT_EVERY_S", 0.0)
+    monkeypatch.setattr(engine.Simulation, "save", save_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        sweep.run("loads", SMOKE, cells, 1, None, False, tmp_path)
+    monkeypatch.setattr(engine.Simulation, "save", real_save)
+    saved = sweep.checkpoint_path("loads", SMOKE, cells[0], tmp_path)
+    assert saved.exists() and saved.parent.name == ".checkpoints"
+    sweep.list_cells("loads", SMOKE, cells, tmp_path)
+    assert "left (checkpoint at " in capsys.readouterr().out
+    resumed = sweep.run("loads", SMOKE, cells, 1, None, False, tmp_path)
+    assert not saved.exists()
+    assert [r["metrics"] for r in resumed.runs] == [r["metrics"] for r in whole.runs]
+
+
 def test_parse_seeds() -> None:
     assert sweep.parse_seeds("3") == (1, 2, 3)
     assert sweep.parse_seeds("6..8") == (6, 7, 8)

@@ -9,13 +9,20 @@ Handlers, one per event kind (same-time order in `events.py`):
 - call end: rejects `Work.rejected`, applies `Work.target` (minus VMs that departed meanwhile)
   if `Work.applied`, schedules the admitted VMs' departures, then `policy.finished`.
 After every event with no call running and no check scheduled, the loop asks `policy.next_check`.
+
+A run can save itself between two events (`Checkpoint`: every `every_s` wall seconds, atomically) and
+`resume` from that file in another process: the resumed run gives the same results as one that was
+never stopped (the whole state — data center, event queue, policy, recorder — is pickled).
 """
 
 from __future__ import annotations
 
+import os
+import pickle
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from origamig.check import check, check_counters
@@ -31,6 +38,19 @@ PROGRESS_EVERY = 4096  # events between two progress callbacks
 
 Progress = Callable[[float, int, int], None]  # (simulated seconds, events, calls)
 Sampler = Callable[[float, DataCenter], None]  # (sample time, the state just before events at that time)
+
+
+CHECKPOINT_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """Where a run saves itself, how often (wall seconds), and what it is a run of (`identity`: a
+    checkpoint of anything else is not resumed)."""
+
+    path: Path
+    identity: str
+    every_s: float = 600.0
 
 
 class SimulationError(RuntimeError):
@@ -94,17 +114,27 @@ class Simulation:
         self.events = 0
         self.calls = 0
         self.call_stats: dict[str, float] = {}
+        self.started = False
+        self.next_sample = 0
+        self.wall_before = 0.0  # wall seconds spent by earlier parts of a resumed run
+        self.now = 0.0
 
-    def run(self, progress: Progress | None = None) -> RunResult:
+    def run(self, progress: Progress | None = None, checkpoint: Checkpoint | None = None) -> RunResult:
+        """Run to the end (from where a resumed run stopped); with `checkpoint`, save every `every_s`."""
+        if checkpoint is not None and self.on_sample is not None:
+            raise ValueError("a run that samples its states cannot be checkpointed")
         started = time.perf_counter()
+        saved = started
         reqs, queue, rec, policy, end = self.requests, self.queue, self.rec, self.policy, self.end
         push, pop = queue.push, queue.pop
-        for req, _ in self.initial:
-            push(req.lifetime_s, DEPARTURE, req.vm.id)
-        if reqs:
-            push(reqs[0].arrival_s, ARRIVAL, 0)
-        self._ask(0.0)
-        samples, next_sample = self.samples, 0
+        if not self.started:
+            self.started = True
+            for req, _ in self.initial:
+                push(req.lifetime_s, DEPARTURE, req.vm.id)
+            if reqs:
+                push(reqs[0].arrival_s, ARRIVAL, 0)
+            self._ask(0.0)
+        samples, next_sample = self.samples, self.next_sample
         while queue:
             t, kind, _, payload = pop()
             if t > end:
@@ -133,6 +163,12 @@ class Simulation:
                 self._ask(t)
             if progress is not None and self.events % PROGRESS_EVERY == 0:
                 progress(t, self.events, self.calls)
+            if checkpoint is not None and (kind == CALL_END or self.events % PROGRESS_EVERY == 0):
+                now = time.perf_counter()
+                if now - saved >= checkpoint.every_s:
+                    self.now, self.next_sample = t, next_sample
+                    self.save(checkpoint, self.wall_before + (now - started))
+                    saved = now
         for ts in samples[next_sample:]:
             self.on_sample(ts, self.dc)  # type: ignore[misc]
         metrics = rec.finish()
@@ -146,9 +182,41 @@ class Simulation:
             events=self.events,
             requests=sum(1 for r in reqs if r.arrival_s <= end),
             calls=self.calls,
-            wall_s=time.perf_counter() - started,
+            wall_s=self.wall_before + (time.perf_counter() - started),
             call_stats_s=dict(self.call_stats),
         )
+
+    def save(self, checkpoint: Checkpoint, wall_s: float) -> None:
+        """Write the whole state between two events to `checkpoint.path` (atomically): a small
+        header (identity, simulated time, wall time so far), then the state."""
+        state = dict(self.__dict__, wall_before=wall_s)
+        header = {"format": CHECKPOINT_FORMAT, "identity": checkpoint.identity}
+        header.update(t=self.now, end=self.end, wall_s=wall_s)
+        path = Path(checkpoint.path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "wb") as f:
+            pickle.dump(header, f, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump(state, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+
+    @classmethod
+    def resume(cls, checkpoint: Checkpoint) -> Simulation | None:
+        """The run saved at `checkpoint.path`, or None when there is none, it is unreadable, or it
+        is a checkpoint of another run (another identity or format). Checkpoints are pickles this
+        program wrote itself: never resume one from an untrusted source."""
+        header = checkpoint_header(checkpoint.path)
+        if header is None or header.get("identity") != checkpoint.identity:
+            return None
+        try:
+            with open(checkpoint.path, "rb") as f:
+                pickle.load(f)
+                state = pickle.load(f)
+        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError):
+            return None
+        sim = cls.__new__(cls)
+        sim.__dict__.update(state)
+        return sim
 
     # --- handlers ------------------------------------------------------------------------------
     def _ask(self, t: float) -> None:
@@ -240,6 +308,19 @@ class Simulation:
         problems = check(self.dc) + check_counters(self.dc)
         if problems:
             raise SimulationError(f"invalid state at t={t}: " + "; ".join(map(str, problems[:5])))
+
+
+def checkpoint_header(path: Path | str) -> dict[str, Any] | None:
+    """The header of a checkpoint file (identity, simulated time `t` of `end`, `wall_s` so far), or
+    None when there is no readable checkpoint of this format there."""
+    try:
+        with open(path, "rb") as f:
+            header = pickle.load(f)
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, ValueError):
+        return None
+    if not isinstance(header, dict) or header.get("format") != CHECKPOINT_FORMAT:
+        return None
+    return header
 
 
 def _reported_moves(work: Work, moves: int, gb: float) -> tuple[int, float]:

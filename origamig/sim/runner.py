@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import inspect
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
+import origamig
 from origamig.catalog import default_catalog
 from origamig.errors import UserError
 from origamig.neighborhood import derived_bounds
 from origamig.policies import base as policy_base
-from origamig.sim.engine import Progress, RunResult, Simulation
+from origamig.sim.engine import Checkpoint, Progress, RunResult, Simulation
 from origamig.sim.scenario import SimConfig, build_pms, requests_for, validate, workload_spec
 
 CONNECT_TIMEOUT = "10s"  # how long `--scheduler` waits for the Dask scheduler
@@ -29,11 +32,22 @@ CONNECT_TIMEOUT = "10s"  # how long `--scheduler` waits for the Dask scheduler
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One run: a configuration, a policy by registry name, and a seed."""
+    """One run: a configuration, a policy by registry name, and a seed.
+
+    With `checkpoint` (a file path) the run saves itself there every `checkpoint_every_s` wall
+    seconds and, when started again with the same spec, resumes from it; the file is removed when
+    the run ends. Results are the same as without."""
 
     config: SimConfig
     policy: str
     seed: int
+    checkpoint: str | None = None
+    checkpoint_every_s: float = 600.0
+
+    def identity(self) -> str:
+        """What a checkpoint of this run must have been made for: the run and the code version."""
+        what = repr((self.config, self.policy, self.seed, origamig.__version__))
+        return hashlib.sha256(what.encode()).hexdigest()
 
 
 def make_run_policy(name: str, config: SimConfig, seed: int) -> policy_base.Policy:
@@ -58,8 +72,17 @@ def make_run_policy(name: str, config: SimConfig, seed: int) -> policy_base.Poli
 
 
 def run_one(spec: RunSpec, progress: Progress | None = None) -> RunResult:
-    """Run one policy over one seed's requests (in whatever process executes it)."""
+    """Run one policy over one seed's requests (in whatever process executes it), from its
+    checkpoint when it has one of this very run."""
     config = spec.config
+    checkpoint = None
+    if spec.checkpoint is not None:
+        checkpoint = Checkpoint(Path(spec.checkpoint), spec.identity(), spec.checkpoint_every_s)
+        resumed = Simulation.resume(checkpoint)
+        if resumed is not None:
+            result = resumed.run(progress, checkpoint)
+            checkpoint.path.unlink(missing_ok=True)
+            return dataclasses.replace(result, policy=spec.policy, seed=spec.seed, config=config_dict(config))
     catalog = default_catalog()
     pms = build_pms(config, catalog)
     requests = requests_for(config, spec.seed, pms, catalog)
@@ -80,7 +103,9 @@ def run_one(spec: RunSpec, progress: Progress | None = None) -> RunResult:
         config.debug_check,
         initial=initial,
     )
-    result = sim.run(progress)
+    result = sim.run(progress, checkpoint)
+    if checkpoint is not None:
+        checkpoint.path.unlink(missing_ok=True)
     return dataclasses.replace(result, policy=spec.policy, seed=spec.seed, config=config_dict(config))
 
 

@@ -1,0 +1,85 @@
+"""A run that saves itself and is resumed in a fresh start gives the results of a run never stopped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from origamig.sim import engine
+from origamig.sim.engine import Checkpoint, Simulation, checkpoint_header
+from origamig.sim.runner import RunSpec, run_one
+from origamig.sim.scenario import SimConfig
+
+H = 3600.0
+# 8 PMs at load 1.0 for 16 h: the data center fills, OrigaMIG makes calls (admission and consolidation).
+TINY = SimConfig(load=1.0, pms=8, warmup_s=8 * H, measure_s=8 * H, deterministic=True)
+OPTIONS = (("threads", 1), ("time_limit_s", None), ("work_limit", 100))
+
+
+class Stopped(Exception):
+    """Stands for the process being killed right after a save."""
+
+
+def comparable(result) -> tuple:
+    """Everything a run reports that does not measure the wall clock of this machine."""
+    counters = {
+        k: v for k, v in result.counters.items() if not k.startswith("time_") and k != "median_call_s"
+    }
+    counters.pop("wall_s", None)
+    return result.metrics, counters, result.events, result.requests, result.calls
+
+
+@pytest.mark.parametrize("policy", ["origamig", "tc"])
+def test_a_run_stopped_after_a_save_and_resumed_equals_one_never_stopped(
+    tmp_path: Path, monkeypatch, policy
+) -> None:
+    config = TINY.replace(policy_options=OPTIONS if policy == "origamig" else ())
+    plain = run_one(RunSpec(config, policy, 3))
+    assert plain.calls > 3  # there is a middle to stop in
+
+    path = tmp_path / "run.ckpt"
+    spec = RunSpec(config, policy, 3, checkpoint=str(path), checkpoint_every_s=0.0)
+    real_save = Simulation.save
+    saves: list[float] = []
+
+    def save_then_stop(self, checkpoint, wall_s):
+        real_save(self, checkpoint, wall_s)
+        saves.append(self.now)
+        if len(saves) == 3:  # a few events in: killed
+            raise Stopped
+
+    monkeypatch.setattr(engine.Simulation, "save", save_then_stop)
+    with pytest.raises(Stopped):
+        run_one(spec)
+    header = checkpoint_header(path)
+    assert header is not None and header["identity"] == spec.identity()
+    assert 0 < header["t"] == saves[-1] < config.warmup_s + config.measure_s
+    monkeypatch.setattr(engine.Simulation, "save", real_save)
+
+    def no_fresh_start(*args, **kwargs):
+        raise AssertionError("the run started afresh instead of resuming")
+
+    monkeypatch.setattr(engine.Simulation, "__init__", no_fresh_start)
+    resumed = run_one(spec)
+    assert comparable(resumed) == comparable(plain)
+    assert not path.exists()  # removed once the run ended
+
+
+def test_a_checkpoint_of_another_run_is_not_resumed(tmp_path: Path) -> None:
+    path = tmp_path / "run.ckpt"
+    other = RunSpec(TINY, "ff", 3, checkpoint=str(path))
+    sim = Simulation.__new__(Simulation)  # any state will do: it must not be used
+    sim.__dict__.update(now=1.0, end=2.0)
+    sim.save(Checkpoint(path, other.identity()), 5.0)
+    spec = RunSpec(TINY, "ff", 4, checkpoint=str(path))
+    assert spec.identity() != other.identity()
+    assert Simulation.resume(Checkpoint(path, spec.identity())) is None
+    assert comparable(run_one(spec)) == comparable(run_one(RunSpec(TINY, "ff", 4)))
+
+
+def test_an_unreadable_checkpoint_is_not_resumed(tmp_path: Path) -> None:
+    path = tmp_path / "run.ckpt"
+    path.write_bytes(b"not a pickle")
+    assert checkpoint_header(path) is None
+    assert Simulation.resume(Checkpoint(path, "x")) is None
