@@ -83,3 +83,12 @@ def test_an_unreadable_checkpoint_is_not_resumed(tmp_path: Path) -> None:
     path.write_bytes(b"not a pickle")
     assert checkpoint_header(path) is None
     assert Simulation.resume(Checkpoint(path, "x")) is None
+
+
+def test_a_checkpoint_written_by_other_code_is_not_resumed(tmp_path: Path, monkeypatch) -> None:
+    from origamig.sim import runner
+
+    spec = RunSpec(TINY, "ff", 3, checkpoint=str(tmp_path / "run.ckpt"))
+    before = spec.identity()
+    monkeypatch.setattr(runner, "source_fingerprint", lambda: "another version of the package")
+    assert spec.identity() != before

@@ -12,11 +12,12 @@ After every event with no call running and no check scheduled, the loop asks `po
 
 A run can save itself between two events (`Checkpoint`: every `every_s` wall seconds, atomically) and
 `resume` from that file in another process: the resumed run gives the same results as one that was
-never stopped (the whole state — data center, event queue, policy, recorder — is pickled).
+never stopped (the whole state — data center, event queue, policy, recorder — is pickled, gzipped).
 """
 
 from __future__ import annotations
 
+import gzip
 import os
 import pickle
 import time
@@ -195,7 +196,7 @@ class Simulation:
         path = Path(checkpoint.path)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
-        with open(tmp, "wb") as f:
+        with gzip.open(tmp, "wb", compresslevel=3) as f:
             pickle.dump(header, f, protocol=pickle.HIGHEST_PROTOCOL)
             pickle.dump(state, f, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, path)
@@ -209,7 +210,7 @@ class Simulation:
         if header is None or header.get("identity") != checkpoint.identity:
             return None
         try:
-            with open(checkpoint.path, "rb") as f:
+            with gzip.open(checkpoint.path, "rb") as f:
                 pickle.load(f)
                 state = pickle.load(f)
         except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError):
@@ -314,7 +315,7 @@ def checkpoint_header(path: Path | str) -> dict[str, Any] | None:
     """The header of a checkpoint file (identity, simulated time `t` of `end`, `wall_s` so far), or
     None when there is no readable checkpoint of this format there."""
     try:
-        with open(path, "rb") as f:
+        with gzip.open(path, "rb") as f:
             header = pickle.load(f)
     except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, ValueError):
         return None

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import origamig
-from origamig.catalog import default_catalog
+from origamig.catalog import default_catalog, models_dir
 from origamig.errors import UserError
 from origamig.neighborhood import derived_bounds
 from origamig.policies import base as policy_base
@@ -45,9 +45,22 @@ class RunSpec:
     checkpoint_every_s: float = 600.0
 
     def identity(self) -> str:
-        """What a checkpoint of this run must have been made for: the run and the code version."""
-        what = repr((self.config, self.policy, self.seed, origamig.__version__))
+        """What a checkpoint of this run must have been made for: this run, by this very code (a
+        pickled state is only valid for the code that wrote it)."""
+        what = repr((self.config, self.policy, self.seed, source_fingerprint()))
         return hashlib.sha256(what.encode()).hexdigest()
+
+
+@functools.cache
+def source_fingerprint() -> str:
+    """A digest of the package's Python sources and data files (models/ is read at run time too)."""
+    root = Path(origamig.__file__).resolve().parent
+    digest = hashlib.sha256()
+    for base in (root, models_dir()):
+        for path in sorted(p for p in base.rglob("*") if p.is_file() and p.suffix != ".pyc"):
+            digest.update(str(path.relative_to(base)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 def make_run_policy(name: str, config: SimConfig, seed: int) -> policy_base.Policy:

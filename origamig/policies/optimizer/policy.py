@@ -107,6 +107,10 @@ class OrigaMIG:
         self._count: Counter[str] = Counter()
         self._status: Counter[str] = Counter()
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (a run's checkpoint) without the reuse cache: it only saves solver time."""
+        return {**self.__dict__, "_unchanged": {}}
+
     # --- arrivals and departures ----------------------------------------------------------------
     def arrive(self, dc: DataCenter, vm: VmSpec, now: float, locked: frozenset[int]) -> ArrivalDecision:
         self._vm_class[vm.id] = vm.gpu_class
