@@ -49,6 +49,8 @@ ROW_OPTIONS: dict[str, dict[str, Any]] = {
     "spill": {"spill": True},
     "rotate": {"rotate": True},
     "spill-rotate": {"spill": True, "rotate": True},
+    "spill-delta13": {"spill": True, "delta": 13},
+    "spill-delta15": {"spill": True, "delta": 15},
 }
 LABELS = {
     "ff": "FF",
@@ -60,6 +62,8 @@ LABELS = {
     "spill": "OrigaMIG, sources beyond M_max/2 may receive",
     "rotate": "OrigaMIG, rotating receivers before silencing a class",
     "spill-rotate": "OrigaMIG, spill + rotate",
+    "spill-delta13": "OrigaMIG, spill, migration penalty δ = 13",
+    "spill-delta15": "OrigaMIG, spill, migration penalty δ = 15",
 }
 SHOW = (
     "acceptance",
