@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from origamig.errors import UserError
 from origamig.sim.aggregate import mean_ci
-from origamig.sim.engine import checkpoint_header
+from origamig.sim.engine import CHECKPOINT_EVERY_S, checkpoint_header
 from origamig.sim.fleet import Fleet, fleet_from_dict
 from origamig.sim.metrics import METRIC_NAMES
 from origamig.sim.runner import RunSpec, run_all
@@ -293,9 +293,6 @@ def _cells_of(runs: Sequence[dict[str, Any]], scale: Scale) -> list[Cell]:
         )
         for r in runs
     ]
-
-
-CHECKPOINT_EVERY_S = 600.0  # a running cell saves itself this often (wall seconds)
 
 
 def checkpoint_path(name: str, scale: Scale, cell: Cell, out_dir: Path) -> Path:

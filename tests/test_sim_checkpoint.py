@@ -23,10 +23,8 @@ class Stopped(Exception):
 
 def comparable(result) -> tuple:
     """Everything a run reports that does not measure the wall clock of this machine."""
-    counters = {
-        k: v for k, v in result.counters.items() if not k.startswith("time_") and k != "median_call_s"
-    }
-    counters.pop("wall_s", None)
+    clock = ("median_call_s", "wall_s")
+    counters = {k: v for k, v in result.counters.items() if not k.startswith("time_") and k not in clock}
     return result.metrics, counters, result.events, result.requests, result.calls
 
 

@@ -42,6 +42,7 @@ Sampler = Callable[[float, DataCenter], None]  # (sample time, the state just be
 
 
 CHECKPOINT_FORMAT = 1
+CHECKPOINT_EVERY_S = 600.0  # default wall seconds between two saves of a checkpointed run
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class Checkpoint:
 
     path: Path
     identity: str
-    every_s: float = 600.0
+    every_s: float = CHECKPOINT_EVERY_S
 
 
 class SimulationError(RuntimeError):

@@ -24,7 +24,7 @@ from origamig.catalog import default_catalog, models_dir
 from origamig.errors import UserError
 from origamig.neighborhood import derived_bounds
 from origamig.policies import base as policy_base
-from origamig.sim.engine import Checkpoint, Progress, RunResult, Simulation
+from origamig.sim.engine import CHECKPOINT_EVERY_S, Checkpoint, Progress, RunResult, Simulation
 from origamig.sim.scenario import SimConfig, build_pms, requests_for, validate, workload_spec
 
 CONNECT_TIMEOUT = "10s"  # how long `--scheduler` waits for the Dask scheduler
@@ -42,7 +42,7 @@ class RunSpec:
     policy: str
     seed: int
     checkpoint: str | None = None
-    checkpoint_every_s: float = 600.0
+    checkpoint_every_s: float = CHECKPOINT_EVERY_S
 
     def identity(self) -> str:
         """What a checkpoint of this run must have been made for: this run, by this very code (a
@@ -87,15 +87,22 @@ def make_run_policy(name: str, config: SimConfig, seed: int) -> policy_base.Poli
 def run_one(spec: RunSpec, progress: Progress | None = None) -> RunResult:
     """Run one policy over one seed's requests (in whatever process executes it), from its
     checkpoint when it has one of this very run."""
-    config = spec.config
     checkpoint = None
+    sim = None
     if spec.checkpoint is not None:
         checkpoint = Checkpoint(Path(spec.checkpoint), spec.identity(), spec.checkpoint_every_s)
-        resumed = Simulation.resume(checkpoint)
-        if resumed is not None:
-            result = resumed.run(progress, checkpoint)
-            checkpoint.path.unlink(missing_ok=True)
-            return dataclasses.replace(result, policy=spec.policy, seed=spec.seed, config=config_dict(config))
+        sim = Simulation.resume(checkpoint)
+    if sim is None:
+        sim = _new_simulation(spec)
+    result = sim.run(progress, checkpoint)
+    if checkpoint is not None:
+        checkpoint.path.unlink(missing_ok=True)
+    return dataclasses.replace(result, policy=spec.policy, seed=spec.seed, config=config_dict(spec.config))
+
+
+def _new_simulation(spec: RunSpec) -> Simulation:
+    """The run of `spec` from its start: the data center, the seed's requests, the policy."""
+    config = spec.config
     catalog = default_catalog()
     pms = build_pms(config, catalog)
     requests = requests_for(config, spec.seed, pms, catalog)
@@ -106,7 +113,7 @@ def run_one(spec: RunSpec, progress: Progress | None = None) -> RunResult:
         start = start_state(config.snapshot, workload_spec(config), spec.seed, [r.id for r in requests])
         requests, initial = [*start.pending, *requests], start.running
     policy = make_run_policy(spec.policy, config, spec.seed)
-    sim = Simulation(
+    return Simulation(
         pms,
         requests,
         policy,
@@ -116,10 +123,6 @@ def run_one(spec: RunSpec, progress: Progress | None = None) -> RunResult:
         config.debug_check,
         initial=initial,
     )
-    result = sim.run(progress, checkpoint)
-    if checkpoint is not None:
-        checkpoint.path.unlink(missing_ok=True)
-    return dataclasses.replace(result, policy=spec.policy, seed=spec.seed, config=config_dict(config))
 
 
 def config_dict(config: SimConfig) -> dict[str, Any]:
