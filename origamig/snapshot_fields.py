@@ -12,6 +12,9 @@ import math
 from typing import Any
 
 MISSING: Any = object()  # a key that is absent (null is a value, and a wrong one)
+# The largest number a snapshot may hold (cores, GB, weights): far beyond any server or sensible
+# weight, and far below the magnitudes at which the MIP solvers lose precision or refuse a model.
+LARGEST = 1e6
 
 
 def show(value: Any) -> str:
@@ -76,6 +79,9 @@ class FieldReader:
             return None
         if value < 0:
             self.err(path, f"{show(value)} is negative")
+            return None
+        if value > LARGEST:
+            self.err(path, f"{show(value)} is implausibly large (at most {LARGEST:,.0f})")
             return None
         if positive and value == 0:
             self.err(path, "0 must be positive")

@@ -90,3 +90,68 @@ def test_a_checkpoint_written_by_other_code_is_not_resumed(tmp_path: Path, monke
     before = spec.identity()
     monkeypatch.setattr(runner, "source_fingerprint", lambda: "another version of the package")
     assert spec.identity() != before
+
+
+def test_runs_kept_in_a_folder_resume_after_a_kill_and_finished_ones_are_not_run_again(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from origamig.sim import runner
+
+    specs = [RunSpec(TINY, "ff", 3, checkpoint_every_s=0.0), RunSpec(TINY, "tc", 3, checkpoint_every_s=0.0)]
+    plain = [comparable(run_one(RunSpec(s.config, s.policy, s.seed))) for s in specs]
+    real_save = Simulation.save
+    saves: list[str] = []
+
+    def save_then_stop(self, checkpoint, wall_s):
+        real_save(self, checkpoint, wall_s)
+        saves.append(checkpoint.path.name)
+        if checkpoint.path.name.startswith("tc-") and len([n for n in saves if n.startswith("tc-")]) == 3:
+            raise Stopped
+
+    monkeypatch.setattr(engine.Simulation, "save", save_then_stop)
+    with pytest.raises(Stopped):
+        runner.run_all(specs, keep_dir=tmp_path)
+    monkeypatch.setattr(engine.Simulation, "save", real_save)
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert [n.rsplit("-", 1)[0] for n in files] == ["ff-load1-seed3", "tc-load1-seed3"]
+    assert files[0].endswith(".json") and files[1].endswith(".ckpt")  # ff finished, tc interrupted
+
+    def no_fresh_start(*args, **kwargs):
+        raise AssertionError("a run started afresh instead of being taken from the folder")
+
+    monkeypatch.setattr(engine.Simulation, "__init__", no_fresh_start)
+    finished = []
+    again = runner.run_all(specs, keep_dir=tmp_path, done=lambda i, r: finished.append(i))
+    assert [comparable(r) for r in again] == plain
+    assert sorted(finished) == [0, 1]
+    assert sorted(p.suffix for p in tmp_path.iterdir()) == [".json", ".json"]  # checkpoint gone
+
+    monkeypatch.setattr(runner, "run_one", lambda *a, **k: pytest.fail("a finished run was run again"))
+    assert [comparable(r) for r in runner.run_all(specs, keep_dir=tmp_path)] == plain
+
+
+def test_simulate_checkpoint_dir_gives_the_same_results_file_on_a_rerun(tmp_path: Path, monkeypatch) -> None:
+    import json
+
+    from cli_helpers import run_main
+
+    from origamig.sim import runner
+
+    args = ["simulate", "--policy", "ff,tc", "--pms", "8", "--seeds", "1,2"]
+    args += ["--warmup", "4h", "--measure", "4h"]
+    code, out, err = run_main([*args, "--json", "--checkpoint-dir", str(tmp_path / "runs")])
+    assert code == 0, err
+    first = json.loads(out)
+    assert len(list((tmp_path / "runs").glob("*.json"))) == 4
+
+    monkeypatch.setattr(runner, "run_one", lambda *a, **k: pytest.fail("a finished run was run again"))
+    code, out, err = run_main([*args, "--checkpoint-dir", str(tmp_path / "runs")])
+    assert code == 0, err
+    assert "4 of 4 runs already finished" in err
+    code, out, err = run_main([*args, "--json", "--checkpoint-dir", str(tmp_path / "runs")])
+    again = json.loads(out)
+    assert again["summary"] == first["summary"] and again["paired"] == first["paired"]
+
+    (tmp_path / "file").write_text("")
+    code, _, err = run_main([*args, "--checkpoint-dir", str(tmp_path / "file")])
+    assert code == 2 and err.strip().endswith("exists and is not a folder")

@@ -173,6 +173,15 @@ CASES = [
         ],
     ),
     (
+        "implausibly large numbers",
+        doc([pm("pm0", [A100], cpu=1e38)], [vm("v0", [], migration_penalty=2e6)], weights={"pm": 1e300}),
+        [
+            "pms[0].cpu: 1e+38 is implausibly large (at most 1,000,000)",
+            "vms[0].migration_penalty: 2000000.0 is implausibly large (at most 1,000,000)",
+            "weights.pm: 1e+300 is implausibly large (at most 1,000,000)",
+        ],
+    ),
+    (
         "a VM's GIs on two PMs",
         doc(
             [pm("pm0", [A100]), pm("pm1", [A100])],

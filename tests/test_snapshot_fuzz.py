@@ -48,6 +48,7 @@ def mutations(draw: st.DrawFn) -> Mutation:
                 "entry_type",
                 "top_type",
                 "negative",
+                "huge",
                 "bad_start",
                 "gpu_index",
                 "overlap",
@@ -134,6 +135,10 @@ def mutations(draw: st.DrawFn) -> Mutation:
             i = nth(d["vms"])
             d["vms"][i]["cpu" if pick % 2 else "ram_gb"] = -0.5
             return f"vms[{i}]"
+        if kind == "huge":
+            j = nth(d["pms"])
+            d["pms"][j]["cpu" if pick % 2 else "ram_gb"] = 10.0 ** (7 + value_pick % 300)
+            return f"pms[{j}]"
         if kind == "bad_start":
             i = placed(d)
             d["vms"][i]["placement"]["gis"][0]["start"] = 7  # no profile of the A100 or the A30 starts at 7

@@ -97,12 +97,17 @@ def test_cpsat_stopping_at_its_work_limit_is_stopped_at_limit_with_the_gap() -> 
 
 
 @pytest.mark.parametrize("solver", ["highs", "cpsat"])
-def test_a_solver_error_is_solver_error_exit_4_with_its_reason(tmp_path: Path, solver: str) -> None:
-    doc = json.loads(FIG1C.read_text())
-    doc["pms"][0]["cpu"] = 1e38  # valid JSON and a valid snapshot, but no solver can take it
-    code, out, _ = solve(write(tmp_path, doc), "--neighborhood", "all", "--solver", solver)
+def test_a_solver_error_is_solver_error_exit_4_with_its_reason(monkeypatch, solver: str) -> None:
+    from origamig.bilp.backends.base import get_backend
+
+    def fails(*args: Any, **kwargs: Any) -> Any:
+        raise OverflowError("a value the solver cannot represent")
+
+    monkeypatch.setattr(type(get_backend(solver)), "solve_in_process", fails)
+    code, out, _ = solve(FIG1C, "--neighborhood", "all", "--solver", solver)
     assert code == 4 and out["status"] == "solver_error"
-    assert out["solver"]["termination"] == "error" and out["solver"]["reason"]
+    assert out["solver"]["termination"] == "error"
+    assert "OverflowError: a value the solver cannot represent" in out["solver"]["reason"]
     assert out["status_reason"].startswith("the solver failed: ")
     assert out["waiting"] == ["vmP"] and out["rejected"] == [] and out["plan"] == []
 

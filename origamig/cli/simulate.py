@@ -19,7 +19,7 @@ from origamig.errors import UserError
 from origamig.json_text import MAX_DEPTH, nesting_depth
 from origamig.policies.base import policy_factory
 from origamig.sim.results import document
-from origamig.sim.runner import RunSpec, run_all
+from origamig.sim.runner import RunSpec, kept_result, kept_run_path, run_all
 from origamig.sim.scenario import VARIANTS, SimConfig, validate
 from origamig.snapshot import write_json_atomic
 from origamig.solver_registry import DEFAULT_BACKEND, backend_names
@@ -208,6 +208,14 @@ def simulate(
         bool, typer.Option("--json", help="Print the results JSON instead of a table.")
     ] = False,
     out: Annotated[Path | None, typer.Option("--out", help="Write the results JSON to this file.")] = None,
+    checkpoint_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--checkpoint-dir",
+            help="Keep every run's checkpoint (saved every 10 min) and finished result in this folder; "
+            "rerunning the same command resumes interrupted runs and skips finished ones.",
+        ),
+    ] = None,
 ) -> None:
     """Simulate placement policies on the paper's workload (docs/simulator.md), or on your fleet (--fleet) or
     cluster (--from), and report their metrics."""
@@ -239,12 +247,18 @@ def simulate(
         problems.append(f"--workers: {workers} must be at least 1")
     if not policies:
         problems.append("--policy: give at least one policy")
+    if checkpoint_dir is not None and checkpoint_dir.exists() and not checkpoint_dir.is_dir():
+        problems.append(f"--checkpoint-dir: {str(checkpoint_dir)!r} exists and is not a folder")
     if problems:
         raise UserError(problems)
     for cfg in configs:
         validate(cfg)
     specs = [RunSpec(cfg, p, s) for cfg in configs for p in policies for s in parse_seeds(seeds)]
-    results = _run_with_progress(specs, workers, scheduler, quiet=as_json)
+    if checkpoint_dir is not None and not as_json:
+        kept = sum(kept_result(kept_run_path(checkpoint_dir, s, ".json")) is not None for s in specs)
+        if kept:
+            Console(stderr=True).print(f"{kept} of {len(specs)} runs already finished in {checkpoint_dir}")
+    results = _run_with_progress(specs, workers, scheduler, quiet=as_json, keep_dir=checkpoint_dir)
     doc = document(results, baseline)
     if out:
         write_json_atomic(out, doc, indent=1)
@@ -275,7 +289,9 @@ def data_center(pms: int | None, fleet: Path | None, start: Path | None) -> dict
     return {"pms": 128 if pms is None else pms}
 
 
-def _run_with_progress(specs: list[RunSpec], workers: int, scheduler: str | None, quiet: bool) -> list[Any]:
+def _run_with_progress(
+    specs: list[RunSpec], workers: int, scheduler: str | None, quiet: bool, keep_dir: Path | None = None
+) -> list[Any]:
     """Run the specs under a rich progress bar (on stderr): simulated hours, events/s, calls."""
     total_h = sum(s.config.horizon_s for s in specs) / 3600
     console = Console(stderr=True)
@@ -308,7 +324,9 @@ def _run_with_progress(specs: list[RunSpec], workers: int, scheduler: str | None
             rate = state["events"] / max(time.perf_counter() - started, 1e-9)
             bar.update(task, completed=state["done_h"], rate=rate, calls=state["calls"])
 
-        return run_all(specs, workers=workers, scheduler=scheduler, progress=live, done=done)
+        return run_all(
+            specs, workers=workers, scheduler=scheduler, progress=live, done=done, keep_dir=keep_dir
+        )
 
 
 def register(app: typer.Typer) -> None:

@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import hashlib
 import inspect
+import json
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
@@ -26,6 +27,7 @@ from origamig.neighborhood import derived_bounds
 from origamig.policies import base as policy_base
 from origamig.sim.engine import CHECKPOINT_EVERY_S, Checkpoint, Progress, RunResult, Simulation
 from origamig.sim.scenario import SimConfig, build_pms, requests_for, validate, workload_spec
+from origamig.snapshot import write_json_atomic
 
 CONNECT_TIMEOUT = "10s"  # how long `--scheduler` waits for the Dask scheduler
 
@@ -141,8 +143,13 @@ def run_all(
     scheduler: str | None = None,
     progress: Callable[[int], Progress] | None = None,
     done: Done | None = None,
+    keep_dir: Path | None = None,
 ) -> list[RunResult]:
-    """Run every spec; `progress(i)` gives a live callback for in-process runs, `done` fires per run."""
+    """Run every spec; `progress(i)` gives a live callback for in-process runs, `done` fires per run.
+
+    With `keep_dir`, every run checkpoints itself there and writes its result there as soon as it
+    ends; a later call with the same specs (and the same code) takes the finished runs from there,
+    resumes the interrupted ones and runs only the rest (`kept_run_path`)."""
     for spec in {s.config for s in specs}:
         validate(spec)
     for name in sorted({s.policy for s in specs}):
@@ -153,8 +160,50 @@ def run_all(
             checked.append((spec.policy, spec.config))
             make_run_policy(spec.policy, spec.config, spec.seed)
     live = progress if scheduler is None and workers <= 1 else None
-    tasks = [functools.partial(run_one, s, live(i) if live else None) for i, s in enumerate(specs)]
-    return run_tasks(tasks, workers, scheduler, done)
+    if keep_dir is None:
+        tasks = [functools.partial(run_one, s, live(i) if live else None) for i, s in enumerate(specs)]
+        return run_tasks(tasks, workers, scheduler, done)
+    keep_dir.mkdir(parents=True, exist_ok=True)
+    results: list[RunResult | None] = [kept_result(kept_run_path(keep_dir, s, ".json")) for s in specs]
+    todo = [i for i, r in enumerate(results) if r is None]
+    for i, result in enumerate(results):
+        if result is not None and done:
+            done(i, result)
+    tasks = [
+        functools.partial(
+            run_one,
+            dataclasses.replace(specs[i], checkpoint=str(kept_run_path(keep_dir, specs[i], ".ckpt"))),
+            live(i) if live else None,
+        )
+        for i in todo
+    ]
+
+    def finished(k: int, result: RunResult) -> None:
+        write_json_atomic(
+            kept_run_path(keep_dir, specs[todo[k]], ".json"), dataclasses.asdict(result), indent=1
+        )
+        if done:
+            done(todo[k], result)
+
+    for k, result in enumerate(run_tasks(tasks, workers, scheduler, finished)):
+        results[todo[k]] = result
+    return [r for r in results if r is not None]
+
+
+def kept_run_path(directory: Path, spec: RunSpec, suffix: str) -> Path:
+    """`<policy>-load<ρ>-seed<seed>-<identity>` + suffix: the run's checkpoint (`.ckpt`) or finished
+    result (`.json`). The identity covers the configuration and the code, so a file of another
+    setup or another version of the package is never taken for this run's."""
+    name = f"{spec.policy}-load{spec.config.load:g}-seed{spec.seed}-{spec.identity()[:16]}{suffix}"
+    return directory / name
+
+
+def kept_result(path: Path) -> RunResult | None:
+    """The finished run stored at `path`, or None (no file, or not a readable result)."""
+    try:
+        return RunResult(**json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        return None
 
 
 def run_tasks(
