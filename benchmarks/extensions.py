@@ -68,6 +68,7 @@ LABELS = {
 SHOW = (
     "acceptance",
     "active_pms",
+    "pms_per_100_gpus_served",
     "active_gpus_pct",
     "migrations_per_hour",
     "calls_per_hour",
@@ -172,7 +173,8 @@ def main(args: argparse.Namespace) -> None:
     rows = tuple(dict.fromkeys((*BASELINES, *rows)))  # the baselines are always paired
     col = f"{args.load:g}"
     sw = sweep.run_or_load("extensions", scale, cells(scale, rows, args.load), args)
-    rows = tuple(dict.fromkeys((*rows, *(c.row for c in sw.cells if c.col == col))))
+    ran = {r["row"] for r in sw.runs if r["col"] == col}
+    rows = tuple(r for r in dict.fromkeys((*rows, *(c.row for c in sw.cells if c.col == col))) if r in ran)
     findings = analyse(sw, rows, col)
     print_table(sw, rows, col, findings)
     extra = {"load": args.load, "rows": {r: ROW_OPTIONS.get(r, {}) for r in rows}, "findings": findings}

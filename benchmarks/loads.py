@@ -32,6 +32,7 @@ QUICK_LOADS = (0.5, 0.75, 1.0)
 TABLE_KEYS = (
     "acceptance",
     "active_pms",
+    "pms_per_100_gpus_served",
     "active_gpus_pct",
     "packing_density",
     "energy_mwh",
@@ -65,8 +66,10 @@ def analyse(sw: Sweep, loads: tuple[float, ...]) -> dict[str, Any]:
         margins += [100 * (b - a) / b for _, a, b in pairs if b]
         mo = sw.metric("origamig", col, "migrations_per_hour")["mean"]
         mt = sw.metric("tc", col, "migrations_per_hour")["mean"]
+        served = sw.paired("origamig", "tc", col, "pms_per_100_gpus_served")
         per_load[col] = {
             "origamig_fewer_pms_than_tc": [w, len(pairs)],
+            "origamig_fewer_pms_per_gpu_served_than_tc": [sum(1 for _, a, b in served if a < b), len(served)],
             "migration_ratio_origamig_over_tc": (mo / mt) if mo is not None and mt else None,
             "pms_reduction_vs_ff_pct": {p: sw.reduction_pct(p, "ff", col) for p in ("mfi", "tc", "origamig")},
             "acceptance_gain_vs_ff_pp": {
@@ -130,6 +133,7 @@ def print_tables(sw: Sweep, loads: tuple[float, ...], findings: dict[str, Any]) 
             [
                 col,
                 "{}/{}".format(*v["origamig_fewer_pms_than_tc"]),
+                "{}/{}".format(*v["origamig_fewer_pms_per_gpu_served_than_tc"]),
                 "–" if ratio is None else f"{ratio:.2f}",
                 sweep.fmt(red["tc"]),
                 sweep.fmt(red["origamig"]),
@@ -144,6 +148,7 @@ def print_tables(sw: Sweep, loads: tuple[float, ...], findings: dict[str, Any]) 
         [
             "load",
             "O < TC (PMs)",
+            "O < TC (PMs per GPU served)",
             "migr. O/TC",
             "TC fewer PMs vs FF (%)",
             "O fewer PMs vs FF (%)",

@@ -48,7 +48,13 @@ from origamig.solver_registry import backend_names
 # presolve probing on. 2: consolidation neighborhoods as Algorithm 1 reads (docs/policies.md#algorithm-1),
 # presolve probing off.
 RESULTS_REVISION = 2
-DERIVED_NAMES = (*METRIC_NAMES, "active_pms_pct", "active_gpus_pct", "migrations_per_admitted_vm")
+DERIVED_NAMES = (
+    *METRIC_NAMES,
+    "active_pms_pct",
+    "active_gpus_pct",
+    "migrations_per_admitted_vm",
+    "pms_per_100_gpus_served",
+)
 RESULTS = Path(__file__).resolve().parent / "results"
 OURS_COLOR = "tab:blue"
 POLICY_COLORS = {"ff": "tab:gray", "mfi": "tab:green", "tc": "tab:orange", "origamig": "tab:blue"}
@@ -219,6 +225,9 @@ def stored_runs(name: str, scale: Scale, out_dir: Path = RESULTS) -> list[dict[s
         )
         raise UserError(f"{path}: holds runs at another setting ({diff}); move it away or use --out")
     runs = [r for r in doc.get("runs", []) if r.get("cell")]
+    for r in runs:  # runs stored before a derived metric existed get it from their own metrics
+        served = pms_per_100_gpus_served(r["metrics"], scale.measure_h)
+        r["metrics"].setdefault("pms_per_100_gpus_served", served)
     return runs
 
 
@@ -406,6 +415,19 @@ def derive(record: dict[str, Any], config: SimConfig) -> None:
     metrics["migrations_per_admitted_vm"] = (
         metrics["migrations_per_hour"] * hours / admitted if admitted else None
     )
+    metrics["pms_per_100_gpus_served"] = pms_per_100_gpus_served(metrics, hours)
+
+
+def pms_per_100_gpus_served(metrics: dict[str, Any], hours: float) -> float | None:
+    """Active PMs per 100 GPUs' worth of admitted work (a GI counts as its share of compute slices):
+    active PMs normalized by the work a policy carries, comparable between policies that admit
+    different amounts (2-GPU PMs packed full would read 50). The admitted GPU-hours are the energy
+    over the energy per admitted GPU-hour."""
+    kwh_per_gpu_h, mwh = metrics.get("energy_kwh_per_gpu_hour"), metrics.get("energy_mwh")
+    if not kwh_per_gpu_h or not mwh or not hours or metrics.get("active_pms") is None:
+        return None
+    served_gpus = 1000.0 * mwh / kwh_per_gpu_h / hours
+    return 100.0 * metrics["active_pms"] / served_gpus
 
 
 @dataclass(frozen=True)
@@ -425,6 +447,7 @@ SHOWN = (
     Shown("acceptance", "Accept. (%)", 100, 1, "acceptance_pct"),
     Shown("active_pms", "Active PMs", 1, 1, "active_pms", "pms"),
     Shown("active_pms_pct", "Active PMs (% of PMs)", 1, 1),
+    Shown("pms_per_100_gpus_served", "Active PMs per 100 GPUs served", 1, 2),
     Shown("active_gpus_pct", "Active GPUs (%)", 1, 1, "active_gpus_pct"),
     Shown("packing_density", "Packing (%)", 100, 1, "packing_pct"),
     Shown("energy_mwh", "Energy (MWh)", 1, 3, "energy_mwh", "energy"),
