@@ -51,6 +51,8 @@ ROW_OPTIONS: dict[str, dict[str, Any]] = {
     "spill-rotate": {"spill": True, "rotate": True},
     "spill-delta13": {"spill": True, "delta": 13},
     "spill-delta15": {"spill": True, "delta": 15},
+    "arrival-tc": {"arrival": "tc"},
+    "spill-arrival-tc": {"spill": True, "arrival": "tc"},
 }
 LABELS = {
     "ff": "FF",
@@ -64,6 +66,8 @@ LABELS = {
     "spill-rotate": "OrigaMIG, spill + rotate",
     "spill-delta13": "OrigaMIG, spill, migration penalty δ = 13",
     "spill-delta15": "OrigaMIG, spill, migration penalty δ = 15",
+    "arrival-tc": "OrigaMIG, arrivals placed by TC's rule",
+    "spill-arrival-tc": "OrigaMIG, spill, arrivals placed by TC's rule",
 }
 SHOW = (
     "acceptance",

@@ -13,6 +13,7 @@ from origamig.catalog import default_catalog
 from origamig.check import check
 from origamig.datacenter import DataCenter
 from origamig.decision import Decision, Status, parking_cost, referee
+from origamig.errors import UserError
 from origamig.neighborhood import (
     FILL,
     SOURCES,
@@ -321,6 +322,22 @@ def test_arrival_rule_places_like_first_fit():
     assert isinstance(decision, Placed)
     assert decision.placement == first_fit(dc, new, frozenset())
     assert isinstance(policy.arrive(dc, new, 0.0, frozenset({0, 1})), Deferred)  # locked PMs
+
+
+def test_arrival_tc_places_like_tc_and_still_defers_what_fits_nowhere():
+    # pm0 holds one small GI, pm1 a larger one: first fit takes pm0, TC's rule the fuller GPU on pm1.
+    dc = DataCenter([pm("pm0"), pm("pm1")])
+    put(dc, vm("small", "1g.5gb"), 0, (0, 6))
+    put(dc, vm("large", "4g.20gb"), 1, (0, 0))
+    policy = make_policy("origamig", arrival="tc")
+    new = vm("n", "2g.10gb")
+    decision = policy.arrive(dc, new, 0.0, frozenset())
+    assert decision == make_policy("tc").arrive(dc, new, 0.0, frozenset())
+    assert isinstance(decision, Placed) and decision.placement.pm == 1
+    assert first_fit(dc, new, frozenset()).pm == 0
+    assert isinstance(policy.arrive(dc, new, 0.0, frozenset({0, 1})), Deferred)  # locked: waits
+    with pytest.raises(UserError, match="arrival: 'bf' is not one of ff, tc"):
+        make_policy("origamig", arrival="bf")
 
 
 def test_a30_class_consolidation_is_separate():

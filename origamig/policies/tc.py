@@ -20,42 +20,20 @@ vacated) or "literal" (one free GPU, ≥ 2 vacated).
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from origamig.datacenter import DataCenter
 from origamig.errors import UserError
-from origamig.policies.arrival_rule import choose_pm, class_gpus, profile_on
+from origamig.policies.arrival_rule import choose_pm
 from origamig.policies.base import ArrivalDecision, Placed, Rejection, Work, register
 from origamig.policies.tc_compaction import RULES, compact
-from origamig.policies.tc_rule import tc_place
+from origamig.policies.tc_rule import tc_fit_on_pm
 from origamig.records import Placement, VmSpec
 
 if TYPE_CHECKING:
     from origamig.plan import Plan
 
 DEFAULT_PERIOD_S = 900.0  # paper §6.3: each class every 15 min
-
-
-def tc_fit_on_pm(dc: DataCenter, j: int, vm: VmSpec, order: tuple[int, ...]) -> tuple[Any, Placement] | None:
-    """TC's arrival rule on PM j from the live counters.
-
-    A PM where the VM's largest GI fits on no GPU is rejected before building the views (`tc_place`
-    would reject it too: it places that GI first)."""
-    ks = class_gpus(dc, j, vm.gpu_class)
-    first = vm.gis[order[0]]
-    for k in ks:
-        geo = dc.gpu_geometry(j, k)
-        p = profile_on(geo.model, first)
-        if p is not None and geo.default_table[p.index][dc.occupancy(j, k)] >= 0:
-            break
-    else:
-        return None
-    views: list[list[Any]] = []
-    for k in ks:
-        geo = dc.gpu_geometry(j, k)
-        occ = dc.occupancy(j, k)
-        views.append([k, geo, occ, geo.slices - geo.free_count[occ], dc.used_compute(j, k)])
-    return tc_place(vm, order, j, views)
 
 
 def plan_moves(dc: DataCenter, target: dict[str, Placement]) -> Plan | None:

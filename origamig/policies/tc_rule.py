@@ -12,8 +12,9 @@ from fractions import Fraction
 from typing import Any
 
 from origamig.catalog import Profile
+from origamig.datacenter import DataCenter
 from origamig.mig import Geometry
-from origamig.policies.arrival_rule import profile_on
+from origamig.policies.arrival_rule import class_gpus, profile_on
 from origamig.records import GiSlot, Placement, VmSpec
 
 
@@ -65,3 +66,25 @@ def _mean_utilization(views: list[list[Any]]) -> float | Fraction:
     if len(dens) == 1:  # small integers: the float order of num/den is the exact rational order
         return sum(v[3] + v[4] for v in views) / (len(views) * dens.pop())
     return sum(Fraction(v[3] + v[4], v[1].slices + v[1].model.compute_slices) for v in views) / len(views)
+
+
+def tc_fit_on_pm(dc: DataCenter, j: int, vm: VmSpec, order: tuple[int, ...]) -> tuple[Any, Placement] | None:
+    """TC's arrival rule on PM j from the live counters.
+
+    A PM where the VM's largest GI fits on no GPU is rejected before building the views (`tc_place`
+    would reject it too: it places that GI first)."""
+    ks = class_gpus(dc, j, vm.gpu_class)
+    first = vm.gis[order[0]]
+    for k in ks:
+        geo = dc.gpu_geometry(j, k)
+        p = profile_on(geo.model, first)
+        if p is not None and geo.default_table[p.index][dc.occupancy(j, k)] >= 0:
+            break
+    else:
+        return None
+    views: list[list[Any]] = []
+    for k in ks:
+        geo = dc.gpu_geometry(j, k)
+        occ = dc.occupancy(j, k)
+        views.append([k, geo, occ, geo.slices - geo.free_count[occ], dc.used_compute(j, k)])
+    return tc_place(vm, order, j, views)

@@ -35,9 +35,10 @@ from origamig.neighborhood import (
     select_consolidation,
     select_random,
 )
-from origamig.policies.arrival_rule import first_fit
+from origamig.policies.arrival_rule import choose_pm, first_fit
 from origamig.policies.base import ArrivalDecision, CallStats, Deferred, Placed, Rejection, Work, register
 from origamig.policies.optimizer.triggers import Triggers
+from origamig.policies.tc_rule import tc_fit_on_pm
 from origamig.records import VmSpec, Weights
 from origamig.solver_registry import backend_names
 
@@ -72,6 +73,7 @@ class OrigaMIG:
         rotate: bool = False,
         spill: bool = False,
         reuse_unchanged: bool = True,
+        arrival: str = "ff",
     ) -> None:
         options = {k: v for k, v in locals().items() if k not in ("self", "weights")}  # the keyword arguments
         problems = option_problems(options)
@@ -90,6 +92,7 @@ class OrigaMIG:
         self.consolidation_calls = consolidation_calls
         self.check_interval_s = check_interval_s
         self.consolidation = consolidation
+        self.arrival = arrival
         # Rotating consolidation (an extension): a call that changes nothing marks its PMs visited
         # and the next call of the class takes receivers not visited yet; the class is silenced
         # only when no unvisited receiver is left. Any applied change or departure starts over.
@@ -114,7 +117,7 @@ class OrigaMIG:
     # --- arrivals and departures ----------------------------------------------------------------
     def arrive(self, dc: DataCenter, vm: VmSpec, now: float, locked: frozenset[int]) -> ArrivalDecision:
         self._vm_class[vm.id] = vm.gpu_class
-        fit = first_fit(dc, vm, locked)
+        fit = first_fit(dc, vm, locked) if self.arrival == "ff" else choose_pm(dc, vm, locked, tc_fit_on_pm)
         if not isinstance(fit, Rejection):
             return Placed(fit)
         if self.admission_calls:
@@ -262,11 +265,13 @@ def option_problems(options: Mapping[str, Any]) -> list[str]:
         "reuse_unchanged",
     ):
         need(isinstance(options[key], bool), key, "must be true or false")
+    need(options["arrival"] in ARRIVAL_RULES, "arrival", f"is not one of {', '.join(ARRIVAL_RULES)}")
     need(options["consolidation"] in CONSOLIDATION_READINGS, "consolidation",
          f"is not one of {', '.join(CONSOLIDATION_READINGS)}")  # fmt: skip
     return problems
 
 
+ARRIVAL_RULES = ("ff", "tc")  # first fit (the paper's), or TC's best fit by joint GPU utilization
 REUSE_CAPACITY = 4096  # unchanged calls remembered (the oldest is forgotten first)
 
 
