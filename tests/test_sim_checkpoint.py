@@ -155,3 +155,5 @@ def test_simulate_checkpoint_dir_gives_the_same_results_file_on_a_rerun(tmp_path
     (tmp_path / "file").write_text("")
     code, _, err = run_main([*args, "--checkpoint-dir", str(tmp_path / "file")])
     assert code == 2 and err.strip().endswith("exists and is not a folder")
+    code, _, err = run_main([*args, "--checkpoint-dir", str(tmp_path / "file" / "runs")])
+    assert code == 2 and err.startswith("error: --checkpoint-dir: cannot create") and "\n" not in err.strip()

@@ -247,8 +247,6 @@ def simulate(
         problems.append(f"--workers: {workers} must be at least 1")
     if not policies:
         problems.append("--policy: give at least one policy")
-    if checkpoint_dir is not None and checkpoint_dir.exists() and not checkpoint_dir.is_dir():
-        problems.append(f"--checkpoint-dir: {str(checkpoint_dir)!r} exists and is not a folder")
     if problems:
         raise UserError(problems)
     for cfg in configs:

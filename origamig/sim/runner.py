@@ -163,7 +163,7 @@ def run_all(
     if keep_dir is None:
         tasks = [functools.partial(run_one, s, live(i) if live else None) for i, s in enumerate(specs)]
         return run_tasks(tasks, workers, scheduler, done)
-    keep_dir.mkdir(parents=True, exist_ok=True)
+    _make_keep_dir(keep_dir)
     results: list[RunResult | None] = [kept_result(kept_run_path(keep_dir, s, ".json")) for s in specs]
     todo = [i for i, r in enumerate(results) if r is None]
     for i, result in enumerate(results):
@@ -188,6 +188,16 @@ def run_all(
     for k, result in enumerate(run_tasks(tasks, workers, scheduler, finished)):
         results[todo[k]] = result
     return [r for r in results if r is not None]
+
+
+def _make_keep_dir(directory: Path) -> None:
+    """Create the folder runs are kept in; a path that cannot be one is a one-line error."""
+    if directory.exists() and not directory.is_dir():
+        raise UserError(f"--checkpoint-dir: {str(directory)!r} exists and is not a folder")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"--checkpoint-dir: cannot create {str(directory)!r} ({exc.strerror})") from None
 
 
 def kept_run_path(directory: Path, spec: RunSpec, suffix: str) -> Path:
