@@ -8,8 +8,10 @@ while migrating less, and which of its variants move that margin? Rows:
 - `sources`: the earlier reading of Algorithm 1 (no consolidation call unless a source can be emptied);
 - further rows (`ROW_OPTIONS`) try what the paper proposes or leaves open: neighborhoods bounded by
   VMs (`vms`), a larger neighborhood (`mmax-24`), sources beyond M_max/2 allowed to receive (`spill`:
-  as written, Algorithm 1 leaves them out of both S and R), and consolidation calls that rotate
-  through the class's receivers before silencing it (`rotate`).
+  as written, Algorithm 1 leaves them out of both S and R), consolidation calls that rotate
+  through the class's receivers before silencing it (`rotate`), arrivals placed by TC's best-fit
+  rule instead of first fit (`arrival-tc`), and combinations of these with each other and with a
+  larger migration penalty δ (`spill-rotate`, `spill-delta13`, `spill-delta15`, `spill-arrival-tc`).
 
 Each row is OrigaMIG with some options; every cell runs the same requests per seed. Prints a table
 with means ± 95% CIs, the paired count "fewer active PMs than TC" and the migration ratio to TC,
@@ -19,6 +21,7 @@ as they finish, and a rerun resumes (see `--cells`).
     python benchmarks/extensions.py --quick                          # 32 PMs, 24 h + 24 h, seeds 1, 2
     python benchmarks/extensions.py --quick --seeds 3..5 --rows origamig   # seeds not tuned on
     python benchmarks/extensions.py --full --rows origamig --seeds 5       # 128 PMs, 48 h + 72 h
+    python benchmarks/extensions.py --full --load 0.85 --rows arrival-tc --seeds 5 --cells   # what is left
 """
 
 from __future__ import annotations
