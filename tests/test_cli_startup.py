@@ -42,10 +42,14 @@ def test_light_commands_import_no_solver(module: str) -> None:
 
 
 def test_a_solve_loads_only_its_own_solver() -> None:
-    """`origamig solve` with HiGHS works without SciPy, CP-SAT or Pyomo's plugin registry."""
+    """`origamig solve` with HiGHS works without SciPy, CP-SAT or Pyomo's plugin registry. (The
+    solve is kept in this process: normally it runs in a forked child, which would hide its imports.)"""
     snapshot = Path(__file__).resolve().parents[1] / "examples" / "fragmented-a100.json"
     code = (
         "import contextlib, io, sys\nfrom origamig.cli.app import main\n"
+        "from origamig.bilp.backends import base, deadline\n"
+        "deadline.solve_in_child = lambda name, c, hint, limits, t0: "
+        "base.get_backend(name).solve_in_process(c, hint, limits)\n"
         f"sys.argv = ['origamig', 'solve', {str(snapshot)!r}, '--json', '--deterministic']\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    try:\n        main()\n    except SystemExit as err:\n        assert not err.code, err.code\n"

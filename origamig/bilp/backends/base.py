@@ -36,6 +36,12 @@ GUARD_KILLED = "killed"
 SOLUTION_OPTIMAL = "optimal"
 SOLUTION_FEASIBLE = "feasible"
 SOLUTION_NONE = "none"
+# A deterministic solve has no wall-clock limit, yet a solver phase that consults neither the work
+# budget nor an interrupt can run without end: HiGHS 1.16's MIP presolve, after a restart, sat over
+# 40 minutes in one 16-PM call whose other runs end in 21 s. Such a solve runs in a child process
+# that is ended after this long (the answer is then the start: nothing moves). No call of a finished
+# full-scale run came near it, so it changes no result; it only turns a hang into a refused call.
+SAFETY_NET_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,8 @@ class Limits:
     # With a wall-clock limit, solve in a child process that is ended at the deadline (deadline.py):
     # the only way to hold the limit through solver phases that check no clock or interrupt.
     kill_at_deadline: bool = True
+    # Deterministic solves only: the wall-clock time after which the solve's process is ended.
+    safety_net_s: float | None = SAFETY_NET_S
 
     @property
     def wall_limit_s(self) -> float | None:
@@ -58,6 +66,14 @@ class Limits:
         so that the machine's load cannot change the result; otherwise `time_limit_s`."""
         if self.deterministic and self.work_limit is not None:
             return None
+        return self.time_limit_s
+
+    @property
+    def kill_after_s(self) -> float | None:
+        """When the solve's process is ended if it has not answered: the wall-clock limit, or in
+        deterministic mode (which has none) the safety net."""
+        if self.deterministic and self.work_limit is not None:
+            return self.safety_net_s
         return self.time_limit_s
 
     def thread_count(self) -> int:

@@ -14,6 +14,10 @@ thread, and CP-SAT starts its own workers per solve. Elsewhere the child is spaw
 solvers and receives the numeric standard form; slower to start, the same guarantee). The child
 gets the remaining time as its own limit, less a margin to send its answer back, so the kill is for
 the cases where the solver would not have stopped anyway.
+
+A deterministic solve has no wall-clock limit (its result must not depend on the machine's load);
+it runs here too, ended only by the safety net (`Limits.safety_net_s`, minutes), so that a solver
+phase that never ends cannot stall a simulation. Its child gets no time limit of its own.
 """
 
 from __future__ import annotations
@@ -56,9 +60,9 @@ def _for_child(ctx: Any, compiled: Compiled) -> Compiled:
 def solve_in_child(
     backend_name: str, compiled: Compiled, hint: np.ndarray, limits: base.Limits, started: float
 ) -> base.SolveResult:
-    """Solve in a child process; at `started + limits.wall_limit_s` (perf_counter) plus a short
+    """Solve in a child process; at `started + limits.kill_after_s` (perf_counter) plus a short
     grace, end it and answer with the start. A child that dies answers the same way, as an ERROR."""
-    assert limits.wall_limit_s is not None
+    assert limits.kill_after_s is not None
     collecting = gc.isenabled()
     gc.disable()  # a full collection over a large Pyomo model in the parent can take seconds
     try:
@@ -71,8 +75,9 @@ def solve_in_child(
 def _solve_in_child(
     backend_name: str, compiled: Compiled, hint: np.ndarray, limits: base.Limits, started: float
 ) -> base.SolveResult:
-    assert limits.wall_limit_s is not None
-    deadline = started + limits.wall_limit_s
+    limit = limits.kill_after_s
+    assert limit is not None
+    deadline = started + limit
     ctx = _mp_context()
     receive, send = ctx.Pipe(duplex=False)
     epoch_deadline = time.time() + (deadline - time.perf_counter())
@@ -106,7 +111,8 @@ def _solve_in_child(
             base.INTERRUPTED,
             wall,
             base.GUARD_KILLED,
-            f"no answer {limits.wall_limit_s:g} s into the solve: the solver process was ended",
+            f"no answer {limit:g} s into the solve: the solver process was ended"
+            + ("" if limits.wall_limit_s is not None else " (the safety net of a deterministic solve)"),
         )
     _, why = answer if isinstance(answer, tuple) else ("error", repr(answer))
     process.join(timeout=1.0)  # a child that failed: its exit status tells how

@@ -64,7 +64,7 @@ class HighsBackend:
 
     def solve(self, compiled: Compiled, hint: np.ndarray, limits: base.Limits) -> base.SolveResult:
         """Solve within `limits`; with a wall-clock limit in a child process ended at the deadline."""
-        if limits.wall_limit_s is not None and limits.kill_at_deadline:
+        if limits.kill_after_s is not None and limits.kill_at_deadline:
             return deadline.solve_in_child(self.name, compiled, hint, limits, time.perf_counter())
         return base.errors_as_result(self, compiled, hint, limits)
 

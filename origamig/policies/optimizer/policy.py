@@ -220,6 +220,7 @@ class OrigaMIG:
         out: dict[str, Any] = {f"calls_{k}": v for k, v in self._calls.items()}
         out["calls"] = sum(v for k, v in self._calls.items() if k not in ("consolidation_skipped", "reused"))
         out["median_call_s"] = statistics.median(self._wall) if self._wall else 0.0
+        out["time_longest_call_s"] = max(self._wall, default=0.0)  # wall clock: how near the safety net
         out.update({f"time_{k}": v for k, v in self._phase.items()})
         out.update({f"status_{k}": v for k, v in self._status.items()})
         out.update(self._count)
