@@ -173,7 +173,11 @@ def simulate(
     ] = DEFAULT_BACKEND,
     deterministic: Annotated[
         bool,
-        typer.Option("--deterministic", help="Single-thread solver with a work limit; call time modeled."),
+        typer.Option(
+            "--deterministic",
+            help="Single-thread solver with a work limit; call time modeled; a solve still running "
+            "after 300 s is ended (docs/model.md#solvers).",
+        ),
     ] = False,
     workers: Annotated[int, typer.Option("--workers", help="Parallel worker processes.")] = 1,
     scheduler: Annotated[
