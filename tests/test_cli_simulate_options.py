@@ -47,6 +47,7 @@ def test_options_reach_the_policy(tmp_path):
         ("m_max=0", "error: m_max: 0 must be a positive integer"),
         ("solver=glpk", "error: solver: 'glpk' is not one of " + ", ".join(backend_names())),
         ("admission_calls=maybe", "error: admission_calls: 'maybe' must be true or false"),
+        ("safety_net_s=0", "error: safety_net_s: 0 must be a positive number or null"),
     ],
 )
 def test_a_bad_origamig_option_is_one_error_line_before_any_run(option: str, line: str) -> None:

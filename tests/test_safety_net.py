@@ -21,6 +21,7 @@ from bilp_instances import fragmented
 from origamig.bilp import build_model, compile_model, restrict
 from origamig.bilp.backends import base
 from origamig.bilp.backends.base import SAFETY_NET_S, Limits, get_backend, make_limits
+from origamig.policies.base import make_policy
 from origamig.records import Weights
 
 BACKENDS = ("highs", "cpsat")
@@ -40,6 +41,13 @@ def test_a_deterministic_solve_has_a_safety_net_but_no_wall_clock_limit() -> Non
         assert limits.kill_after_s == SAFETY_NET_S  # but its process is ended after the net
     assert make_limits("highs", time_limit_s=3.0).kill_after_s == 3.0
     assert Limits(time_limit_s=None).kill_after_s is None  # no limit asked, none imposed
+
+
+def test_the_safety_net_is_an_origamig_option() -> None:
+    assert make_policy("origamig", deterministic=True).limits.kill_after_s == SAFETY_NET_S
+    assert make_policy("origamig", deterministic=True, safety_net_s=900).limits.kill_after_s == 900
+    # without determinism the wall-clock limit rules
+    assert make_policy("origamig", safety_net_s=900, time_limit_s=7).limits.kill_after_s == 7
 
 
 @pytest.mark.parametrize("name", BACKENDS)

@@ -208,11 +208,16 @@ def make_limits(
     threads: int | None = None,
     deterministic: bool = False,
     work_limit: float | None = None,
+    safety_net_s: float | None = SAFETY_NET_S,
 ) -> Limits:
     """`Limits` for `solver`; a deterministic solve without a work budget gets the backend's default,
-    so that its result never depends on the wall clock."""
+    so that its result never depends on the wall clock (only `safety_net_s` can end it)."""
     if deterministic and work_limit is None:
         work_limit = get_backend(solver).default_work_limit
     return Limits(
-        time_limit_s=time_limit_s, threads=threads, deterministic=deterministic, work_limit=work_limit
+        time_limit_s=time_limit_s,
+        threads=threads,
+        deterministic=deterministic,
+        work_limit=work_limit,
+        safety_net_s=safety_net_s,
     )

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from origamig.bilp.backends.base import Limits, make_limits
+from origamig.bilp.backends.base import SAFETY_NET_S, Limits, make_limits
 from origamig.datacenter import DataCenter
 from origamig.decision import decide
 from origamig.errors import UserError
@@ -58,6 +58,7 @@ class OrigaMIG:
         threads: int | None = None,
         deterministic: bool = False,
         work_limit: float | None = None,
+        safety_net_s: float | None = SAFETY_NET_S,
         m_max: int = 16,
         n_max: int = 64,
         bound: str = Bound.PMS,
@@ -84,7 +85,7 @@ class OrigaMIG:
             base = Weights(base.accept, base.pm, base.gpu, base.free_start, delta, base.free_start_by_profile)
         self.weights = base
         self.solver = solver
-        self.limits = make_limits(solver, time_limit_s, threads, deterministic, work_limit)
+        self.limits = make_limits(solver, time_limit_s, threads, deterministic, work_limit, safety_net_s)
         self.bounds = Bounds(m_max=m_max, n_max=n_max, bound=Bound(bound))
         self.triggers = Triggers(theta=theta, timer_s=timer_s)
         self.random = random.Random(seed) if random_neighborhoods else None
@@ -249,7 +250,7 @@ def option_problems(options: Mapping[str, Any]) -> list[str]:
          "must be a positive integer or null")  # fmt: skip
     need(integer(options["theta"]) and options["theta"] >= 0, "theta", "must be an integer ≥ 0")
     need(integer(options["seed"]), "seed", "must be an integer")
-    for key in ("time_limit_s", "work_limit", "timer_s"):
+    for key in ("time_limit_s", "work_limit", "timer_s", "safety_net_s"):
         value = options[key]
         need(value is None or (number(value) and value > 0), key, "must be a positive number or null")
     need(number(options["check_interval_s"]) and options["check_interval_s"] > 0, "check_interval_s",
