@@ -38,9 +38,9 @@ SOLUTION_FEASIBLE = "feasible"
 SOLUTION_NONE = "none"
 # A deterministic solve has no wall-clock limit, yet a solver phase that consults neither the work
 # budget nor an interrupt can run without end: HiGHS 1.16's MIP presolve, after a restart, sat over
-# 40 minutes in one 16-PM call whose other runs end in 21 s. Such a solve runs in a child process
-# that is ended after this long (the answer is then the start: nothing moves). No call of a finished
-# full-scale run came near it, so it changes no result; it only turns a hang into a refused call.
+# 40 minutes in one 16-PM call that ends in 21 s with restarts off. Such a solve runs in a child
+# process that is ended after this long (the answer is then the start: nothing moves). A run in which
+# no call reaches the net gives exactly the results it gave before the net existed.
 SAFETY_NET_S = 300.0
 
 
