@@ -64,17 +64,18 @@ class Limits:
     def wall_limit_s(self) -> float | None:
         """The wall-clock limit the backends enforce: none in deterministic mode with a work budget,
         so that the machine's load cannot change the result; otherwise `time_limit_s`."""
-        if self.deterministic and self.work_limit is not None:
-            return None
-        return self.time_limit_s
+        return None if self.budget_only else self.time_limit_s
+
+    @property
+    def budget_only(self) -> bool:
+        """Deterministic with a work budget: the solver itself never sees a clock."""
+        return self.deterministic and self.work_limit is not None
 
     @property
     def kill_after_s(self) -> float | None:
         """When the solve's process is ended if it has not answered: the wall-clock limit, or in
         deterministic mode (which has none) the safety net."""
-        if self.deterministic and self.work_limit is not None:
-            return self.safety_net_s
-        return self.time_limit_s
+        return self.safety_net_s if self.budget_only else self.time_limit_s
 
     def thread_count(self) -> int:
         if self.threads is not None:
