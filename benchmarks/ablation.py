@@ -1,5 +1,7 @@
 """Table 11 of the paper: ablation and sensitivity of OrigaMIG at load 0.85.
 
+Every OrigaMIG row places arrivals by first fit, as the paper's OrigaMIG does (`arrival="ff"`).
+
 Every row of Table 11: OrigaMIG as is; without admission calls; without consolidation calls; a
 15-min timer instead of the threshold; random neighborhoods; without any call (= FF); M_max = 4, 8,
 32 with N_max = 4·M_max; time limit 1, 5, 30 s; θ = 2, 4 — plus FF itself as a check of the
@@ -83,7 +85,7 @@ def cells(scale: Scale, rows: tuple[str, ...] = ROWS, with_ff: bool = True) -> l
     col = f"{LOAD:g}"
     out = []
     for row in rows:
-        options = scale.origamig_options(**row_options(scale, row))
+        options = scale.origamig_options(arrival=paper.ORIGAMIG_ARRIVAL, **row_options(scale, row))
         out.extend(
             Cell(row, col, "origamig", scale.config(load=LOAD, policy_options=options), s)
             for s in scale.seeds

@@ -4,14 +4,17 @@ The question this study answers: does OrigaMIG keep fewer PMs active than TC in 
 while migrating less, and which of its variants move that margin? Rows:
 
 - `ff`, `tc`: the baselines (TC with its default reading, docs/policies.md#tc);
-- `origamig`: the policy as shipped (Algorithm 1 as written, docs/policies.md#algorithm-1);
-- `sources`: the earlier reading of Algorithm 1 (no consolidation call unless a source can be emptied);
-- further rows (`ROW_OPTIONS`) try what the paper proposes or leaves open: neighborhoods bounded by
-  VMs (`vms`), a larger neighborhood (`mmax-24`), sources beyond M_max/2 allowed to receive (`spill`:
+- `origamig`: the policy as shipped (Algorithm 1 as written, docs/policies.md#algorithm-1, arrivals
+  placed by TC's best-fit rule, docs/policies.md#arrival-rule);
+- `arrival-ff`: the paper's OrigaMIG, arrivals placed by first fit;
+- further rows (`ROW_OPTIONS`) try what the paper proposes or leaves open, on first-fit arrivals
+  (they were measured before TC's rule became the default): the earlier reading of Algorithm 1
+  (`sources`: no consolidation call unless a source can be emptied), neighborhoods bounded by VMs
+  (`vms`), a larger neighborhood (`mmax-24`), sources beyond M_max/2 allowed to receive (`spill`:
   as written, Algorithm 1 leaves them out of both S and R), consolidation calls that rotate
-  through the class's receivers before silencing it (`rotate`), arrivals placed by TC's best-fit
-  rule instead of first fit (`arrival-tc`), and combinations of these with each other and with a
-  larger migration penalty δ (`spill-rotate`, `spill-delta13`, `spill-delta15`, `spill-arrival-tc`).
+  through the class's receivers before silencing it (`rotate`), and combinations of these with each
+  other and with a larger migration penalty δ (`spill-rotate`, `spill-delta13`, `spill-delta15`);
+  `spill-arrival-tc` is `spill` on the shipped arrival rule.
 
 Each row is OrigaMIG with some options; every cell runs the same requests per seed. Prints a table
 with means ± 95% CIs, the paired count "fewer active PMs than TC" and the migration ratio to TC,
@@ -21,7 +24,7 @@ as they finish, and a rerun resumes (see `--cells`).
     python benchmarks/extensions.py --quick                          # 32 PMs, 24 h + 24 h, seeds 1, 2
     python benchmarks/extensions.py --quick --seeds 3..5 --rows origamig   # seeds not tuned on
     python benchmarks/extensions.py --full --rows origamig --seeds 5       # 128 PMs, 48 h + 72 h
-    python benchmarks/extensions.py --full --load 0.85 --rows arrival-tc --seeds 5 --cells   # what is left
+    python benchmarks/extensions.py --full --load 0.85 --rows origamig --seeds 5 --cells     # what is left
 """
 
 from __future__ import annotations
@@ -44,33 +47,34 @@ QUICK = dataclasses.replace(sweep.QUICK, seeds=(1, 2))
 FULL = sweep.FULL
 BASELINES = ("ff", "tc")
 # OrigaMIG variants: row name → policy options on top of the scale's solver budget.
+FF = {"arrival": "ff"}
 ROW_OPTIONS: dict[str, dict[str, Any]] = {
     "origamig": {},
-    "sources": {"consolidation": "sources"},
-    "vms": {"bound": "vms"},
-    "mmax-24": {"m_max": 24, "n_max": 96},
-    "spill": {"spill": True},
-    "rotate": {"rotate": True},
-    "spill-rotate": {"spill": True, "rotate": True},
-    "spill-delta13": {"spill": True, "delta": 13},
-    "spill-delta15": {"spill": True, "delta": 15},
-    "arrival-tc": {"arrival": "tc"},
+    "arrival-ff": FF,
+    "sources": {**FF, "consolidation": "sources"},
+    "vms": {**FF, "bound": "vms"},
+    "mmax-24": {**FF, "m_max": 24, "n_max": 96},
+    "spill": {**FF, "spill": True},
+    "rotate": {**FF, "rotate": True},
+    "spill-rotate": {**FF, "spill": True, "rotate": True},
+    "spill-delta13": {**FF, "spill": True, "delta": 13},
+    "spill-delta15": {**FF, "spill": True, "delta": 15},
     "spill-arrival-tc": {"spill": True, "arrival": "tc"},
 }
 LABELS = {
     "ff": "FF",
     "tc": "TC",
-    "origamig": "OrigaMIG",
-    "sources": "OrigaMIG, consolidation only with a source (earlier reading)",
-    "vms": "OrigaMIG, bound=vms (N_max only)",
-    "mmax-24": "OrigaMIG, M_max = 24, N_max = 96",
-    "spill": "OrigaMIG, sources beyond M_max/2 may receive",
-    "rotate": "OrigaMIG, rotating receivers before silencing a class",
-    "spill-rotate": "OrigaMIG, spill + rotate",
-    "spill-delta13": "OrigaMIG, spill, migration penalty δ = 13",
-    "spill-delta15": "OrigaMIG, spill, migration penalty δ = 15",
-    "arrival-tc": "OrigaMIG, arrivals placed by TC's rule",
-    "spill-arrival-tc": "OrigaMIG, spill, arrivals placed by TC's rule",
+    "origamig": "OrigaMIG (as shipped: arrivals by TC's rule)",
+    "arrival-ff": "OrigaMIG, arrivals by first fit (the paper's)",
+    "sources": "first fit, consolidation only with a source (earlier reading)",
+    "vms": "first fit, bound=vms (N_max only)",
+    "mmax-24": "first fit, M_max = 24, N_max = 96",
+    "spill": "first fit, sources beyond M_max/2 may receive",
+    "rotate": "first fit, rotating receivers before silencing a class",
+    "spill-rotate": "first fit, spill + rotate",
+    "spill-delta13": "first fit, spill, migration penalty δ = 13",
+    "spill-delta15": "first fit, spill, migration penalty δ = 15",
+    "spill-arrival-tc": "OrigaMIG, spill",
 }
 SHOW = (
     "acceptance",

@@ -1,7 +1,8 @@
 """Table 10 / Fig. 6 of the paper: the migration penalty δ of OrigaMIG against TC's compaction period.
 
 At load 0.85, OrigaMIG with δ ∈ {0, 5, 10, 20, 40}, TC compacting every 15 min and every hour, and
-FF as the reference for "fewer active PMs than FF" (paired by seed). Prints each row next to
+FF as the reference for "fewer active PMs than FF" (paired by seed); OrigaMIG places arrivals by
+first fit, as the paper's does. Prints each row next to
 Table 10 (migrations/h, GB/h and active PMs scaled from the paper's 128 PMs to ours), and draws the
 reduction in active PMs against the migration rate (Fig. 6). Writes
 benchmarks/results/migration_penalty-<scale>.json and migration_penalty-<scale>.png.
@@ -41,7 +42,8 @@ def cells(
         config = scale.config(load=LOAD, policy_options=(("period_s", 60.0 * m),))
         out.extend(Cell(f"tc-{m}min", col, "tc", config, s) for s in scale.seeds)
     for d in deltas:
-        config = scale.config(load=LOAD, policy_options=scale.origamig_options(delta=float(d)))
+        options = scale.origamig_options(arrival=paper.ORIGAMIG_ARRIVAL, delta=float(d))
+        config = scale.config(load=LOAD, policy_options=options)
         out.extend(Cell(f"delta-{d:g}", col, "origamig", config, s) for s in scale.seeds)
     return out
 

@@ -35,6 +35,7 @@ from paper_values import (
     CALL_TIME_LIMIT_S,
     FIG8A_EXTRA_ACTIVE_PMS_PCT,
     GAP_LOAD,
+    ORIGAMIG_ARRIVAL,
     TABLE12_CALL_MEDIAN_S,
     TABLE12_EQ5_GAP_PCT,
     TABLE12_OPT_MEDIAN_S,
@@ -139,7 +140,11 @@ def simulate(n_pms: int, m_max: int, seed: int, setup: Setup) -> RunOutcome:
     pms = build_pms(config, catalog)
     requests = requests_for(config, seed, pms, catalog)
     policy = _TimedOrigaMIG(
-        solver=setup.solver, time_limit_s=setup.call_limit_s, threads=setup.call_threads, m_max=m_max
+        solver=setup.solver,
+        time_limit_s=setup.call_limit_s,
+        threads=setup.call_threads,
+        m_max=m_max,
+        arrival=ORIGAMIG_ARRIVAL,
     )
     step = 10.0
     tries = int(setup.settle_s // step)

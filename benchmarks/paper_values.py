@@ -17,6 +17,7 @@ PAPER_TIME_LIMIT_S = 10.0
 PAPER_LOADS = (0.5, 0.65, 0.75, 0.85, 1.0, 1.2)  # Fig. 4 / §6.4–6.5 text: six loads (30 runs = 6 x 5 seeds)
 
 POLICIES = ("ff", "mfi", "tc", "origamig")
+ORIGAMIG_ARRIVAL = "ff"  # §5: the paper's OrigaMIG places arrivals by first fit (ours: TC's rule)
 
 # Table 8: results at two offered loads, five seeds. metric -> load -> policy -> value.
 TABLE8: dict[str, dict[float, dict[str, float]]] = {

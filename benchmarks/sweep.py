@@ -33,6 +33,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from origamig.errors import UserError
+from origamig.policies.optimizer.policy import DEFAULT_ARRIVAL
 from origamig.sim.aggregate import mean_ci
 from origamig.sim.engine import CHECKPOINT_EVERY_S, checkpoint_header
 from origamig.sim.fleet import Fleet, fleet_from_dict
@@ -46,8 +47,10 @@ from origamig.solver_registry import backend_names
 # code are refused on a rerun instead of being mixed with new runs (a cell key fingerprints the
 # configuration, not the code). 1: consolidation neighborhoods from worth-emptying sources only, HiGHS
 # presolve probing on. 2: consolidation neighborhoods as Algorithm 1 reads (docs/policies.md#algorithm-1),
-# presolve probing off.
-RESULTS_REVISION = 2
+# presolve probing off. 3: OrigaMIG places arrivals by TC's rule unless told otherwise, and every
+# OrigaMIG cell names its arrival rule (the revision-2 files were carried over by making their
+# first-fit rule explicit: those runs compute the same under revision 3).
+RESULTS_REVISION = 3
 DERIVED_NAMES = (
     *METRIC_NAMES,
     "active_pms_pct",
@@ -92,7 +95,12 @@ class Scale:
 
     def origamig_options(self, **overrides: Any) -> tuple[tuple[str, Any], ...]:
         """OrigaMIG's solver options at this scale (`overrides` win), as `SimConfig.policy_options`."""
-        opts: dict[str, Any] = {"time_limit_s": self.time_limit_s, "threads": self.threads}
+        # The arrival rule is always named, so a cell's key says which rule it ran with.
+        opts: dict[str, Any] = {
+            "arrival": DEFAULT_ARRIVAL,
+            "time_limit_s": self.time_limit_s,
+            "threads": self.threads,
+        }
         if self.work_limit is not None:
             opts["work_limit"] = self.work_limit
         opts.update(overrides)

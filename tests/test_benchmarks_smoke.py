@@ -110,6 +110,20 @@ def test_ablation_rows_cover_table11() -> None:
     assert ablation.row_options(quick, "mmax-8") == {"m_max": 8, "n_max": 32}
 
 
+def test_every_origamig_cell_names_its_arrival_rule() -> None:
+    # Studies of the paper's OrigaMIG (Tables 10-12) place arrivals by first fit, as the paper does;
+    # the policy comparison runs OrigaMIG as shipped (TC's rule). The rule is part of every cell key.
+    def rules(cells: list[sweep.Cell]) -> set[str]:
+        return {dict(c.config.policy_options)["arrival"] for c in cells if c.policy == "origamig"}
+
+    assert rules(ablation.cells(SMOKE)) == {"ff"}
+    assert rules(migration_penalty.cells(SMOKE)) == {"ff"}
+    assert rules(loads.cells(SMOKE, (0.85,))) == {"tc"}
+    shipped = loads.cells(SMOKE, (0.85,), ("origamig",))[0]
+    paper = dataclasses.replace(shipped, config=shipped.config.replace(policy_options=(("arrival", "ff"),)))
+    assert shipped.key != paper.key
+
+
 def test_paired_statistics_by_hand() -> None:
     sw = sweep.Sweep("t", SMOKE, [])
     sw.runs = [

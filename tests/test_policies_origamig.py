@@ -314,9 +314,9 @@ def test_decision_subtracts_parking_cost():
     assert after.migration - before.migration == 20.0  # a moves to another PM: δ (m_i + ω_i)
 
 
-def test_arrival_rule_places_like_first_fit():
+def test_arrival_ff_places_like_first_fit():
     dc = consolidation_state()
-    policy = make_policy("origamig")
+    policy = make_policy("origamig", arrival="ff")
     new = vm("n", "2g.10gb")
     decision = policy.arrive(dc, new, 0.0, frozenset())
     assert isinstance(decision, Placed)
@@ -324,17 +324,20 @@ def test_arrival_rule_places_like_first_fit():
     assert isinstance(policy.arrive(dc, new, 0.0, frozenset({0, 1})), Deferred)  # locked PMs
 
 
-def test_arrival_tc_places_like_tc_and_still_defers_what_fits_nowhere():
+def test_arrivals_go_by_tc_rule_by_default_and_still_defer_what_fits_nowhere():
     # pm0 holds one small GI, pm1 a larger one: first fit takes pm0, TC's rule the fuller GPU on pm1.
     dc = DataCenter([pm("pm0"), pm("pm1")])
     put(dc, vm("small", "1g.5gb"), 0, (0, 6))
     put(dc, vm("large", "4g.20gb"), 1, (0, 0))
-    policy = make_policy("origamig", arrival="tc")
+    policy = make_policy("origamig")  # arrival="tc", the default
     new = vm("n", "2g.10gb")
     decision = policy.arrive(dc, new, 0.0, frozenset())
     assert decision == make_policy("tc").arrive(dc, new, 0.0, frozenset())
+    assert decision == make_policy("origamig", arrival="tc").arrive(dc, new, 0.0, frozenset())
     assert isinstance(decision, Placed) and decision.placement.pm == 1
     assert first_fit(dc, new, frozenset()).pm == 0
+    paper = make_policy("origamig", arrival="ff").arrive(dc, new, 0.0, frozenset())
+    assert isinstance(paper, Placed) and paper.placement.pm == 0
     assert isinstance(policy.arrive(dc, new, 0.0, frozenset({0, 1})), Deferred)  # locked: waits
     with pytest.raises(UserError, match="arrival: 'bf' is not one of ff, tc"):
         make_policy("origamig", arrival="bf")

@@ -1,12 +1,13 @@
 """OrigaMIG (paper §5): a greedy arrival rule, triggers, Algorithm 1 and restricted BILP calls.
 
-Rule: an arriving VM goes where first fit puts it (first PM in data-center order with the CPU/RAM,
+Rule: an arriving VM goes where TC's best-fit rule puts it (`arrival="tc"`, the default) or where
+first fit does (`arrival="ff"`, the paper's rule: first PM in data-center order with the CPU/RAM,
 each GI largest first on the lowest GPU of its class where the default GI placement finds a start);
 otherwise it joins the pending queue Q. Every `check_interval_s` (10 s), if no call is running:
 an admission call when Q is non-empty, else a consolidation call for the first class whose gap
 Γ_h ≥ θ (O(1) counters). A call selects its neighborhood with Algorithm 1 (or at random), solves the
 restricted BILP, plans the migrations, and applies only a strictly better plan (`decision.py`).
-Complexity: an arrival is one first-fit pass O(|M|·|K|); a check is O(#classes); a call is one pass
+Complexity: an arrival is one pass over the PMs O(|M|·|K|); a check is O(#classes); a call is one pass
 over the PMs plus a bounded BILP. Ties: lowest PM, GPU and start, oldest pending VM first.
 """
 
@@ -42,6 +43,12 @@ from origamig.policies.tc_rule import tc_fit_on_pm
 from origamig.records import VmSpec, Weights
 from origamig.solver_registry import backend_names
 
+# How arrivals are placed at once: "tc" (TC's best fit by joint GPU utilization, the default: fewer
+# active PMs and fewer migrations than first fit at 32 and 128 PMs, docs/policies.md#arrival-rule) or
+# "ff" (first fit, the paper's rule).
+ARRIVAL_RULES = ("ff", "tc")
+DEFAULT_ARRIVAL = "tc"
+
 
 @register("origamig")
 class OrigaMIG:
@@ -74,7 +81,7 @@ class OrigaMIG:
         rotate: bool = False,
         spill: bool = False,
         reuse_unchanged: bool = True,
-        arrival: str = "ff",
+        arrival: str = DEFAULT_ARRIVAL,
     ) -> None:
         options = {k: v for k, v in locals().items() if k not in ("self", "weights")}  # the keyword arguments
         problems = option_problems(options)
@@ -273,7 +280,6 @@ def option_problems(options: Mapping[str, Any]) -> list[str]:
     return problems
 
 
-ARRIVAL_RULES = ("ff", "tc")  # first fit (the paper's), or TC's best fit by joint GPU utilization
 REUSE_CAPACITY = 4096  # unchanged calls remembered (the oldest is forgotten first)
 
 
