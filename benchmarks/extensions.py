@@ -14,7 +14,8 @@ while migrating less, and which of its variants move that margin? Rows:
   as written, Algorithm 1 leaves them out of both S and R), consolidation calls that rotate
   through the class's receivers before silencing it (`rotate`), and combinations of these with each
   other and with a larger migration penalty δ (`spill-rotate`, `spill-delta13`, `spill-delta15`);
-  `spill-arrival-tc` is `spill` on the shipped arrival rule.
+  `spill-arrival-tc` is `spill` on the shipped arrival rule; `grow-32` and `grow-64` retry a
+  consolidation call that changed nothing on twice as many PMs, up to 32 or 64 (`grow_to`).
 
 Each row is OrigaMIG with some options; every cell runs the same requests per seed. Prints a table
 with means ± 95% CIs, the paired count "fewer active PMs than TC" and the migration ratio to TC,
@@ -60,6 +61,8 @@ ROW_OPTIONS: dict[str, dict[str, Any]] = {
     "spill-delta13": {**FF, "spill": True, "delta": 13},
     "spill-delta15": {**FF, "spill": True, "delta": 15},
     "spill-arrival-tc": {"spill": True, "arrival": "tc"},
+    "grow-32": {"grow_to": 32},
+    "grow-64": {"grow_to": 64},
 }
 LABELS = {
     "ff": "FF",
@@ -75,6 +78,8 @@ LABELS = {
     "spill-delta13": "first fit, spill, migration penalty δ = 13",
     "spill-delta15": "first fit, spill, migration penalty δ = 15",
     "spill-arrival-tc": "OrigaMIG, spill",
+    "grow-32": "OrigaMIG, neighborhoods grown up to 32 PMs",
+    "grow-64": "OrigaMIG, neighborhoods grown up to 64 PMs",
 }
 SHOW = (
     "acceptance",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -447,3 +448,70 @@ def test_a_call_proved_to_change_nothing_is_not_solved_again_on_the_same_state(m
         counters = policy.counters()
         outcomes[reuse] = (len(solves), counters.get("calls_reused", 0), counters["calls"])
     assert outcomes == {True: (2, 1, 3), False: (3, 0, 3)}
+
+
+def one_vm_beside_a_full_gpu() -> DataCenter:
+    """pm0: one 1g.5gb (worth emptying); pm1: a GPU full of seven 1g.5gb (not worth emptying) and a
+    free GPU. Alone, pm0 can change nothing; with pm1 as receiver its VM moves and pm0 switches off."""
+    dc = DataCenter([pm("pm0"), pm("pm1", gpus=(A100, A100))])
+    put(dc, vm("a", "1g.5gb"), 0, (0, 0))
+    for z in range(7):
+        put(dc, vm(f"f{z}", "1g.5gb"), 1, (0, z))
+    return dc
+
+
+def test_growing_neighborhood_retries_an_unchanged_call_on_more_pms_before_silencing():
+    plain = make_policy("origamig", solver="highs", threads=1, m_max=1, n_max=8)
+    dc = one_vm_beside_a_full_gpu()
+    first = plain.work(dc, 10.0)
+    assert first is not None and first.pms == frozenset({0}) and not first.applied
+    assert first.call.proved_optimal
+    plain.finished(dc, first, 10.0)
+    assert plain.work(dc, 20.0) is None  # silenced
+    growing = make_policy("origamig", solver="highs", threads=1, m_max=1, n_max=8, grow_to=2)
+    dc = one_vm_beside_a_full_gpu()
+    first = growing.work(dc, 10.0)
+    assert first is not None and first.pms == frozenset({0}) and not first.applied
+    growing.finished(dc, first, 10.0)
+    second = growing.work(dc, 20.0)
+    assert second is not None and second.pms == frozenset({0, 1}) and second.applied
+    apply_work(dc, second)
+    growing.finished(dc, second, 20.0)
+    assert check(dc) == [] and dc.active_pms == 1
+    assert growing.counters()["neighborhoods_grown"] == 1
+
+
+def test_growing_neighborhood_doubles_up_to_its_cap_then_silences_and_starts_small_again():
+    dc = stuck_a100_state(pms=4)  # no call can change anything
+    policy = make_policy("origamig", solver="highs", threads=1, m_max=1, n_max=8, grow_to=4)
+    hoods = _calls(policy, dc, 5)
+    assert [None if h is None else len(h) for h in hoods] == [1, 2, 4, None, None]
+    dc.remove("v30")
+    policy.depart(dc, "v30", 60.0)  # wakes the class: its first call is small again
+    work = policy.work(dc, 70.0)
+    assert work is not None and len(work.pms) == 1
+
+
+def test_growing_neighborhood_halves_after_a_call_stopped_by_its_budget(monkeypatch):
+    from origamig.policies.optimizer import policy as module
+
+    dc = stuck_a100_state(pms=4)
+    policy = make_policy("origamig", solver="highs", threads=1, m_max=1, n_max=8, grow_to=4)
+    assert [len(h) for h in _calls(policy, dc, 2)] == [1, 2]
+    real = module.run_call
+
+    def unproved(*args, **kwargs):
+        work = real(*args, **kwargs)
+        return replace(work, call=replace(work.call, proved_optimal=False))
+
+    monkeypatch.setattr(module, "run_call", unproved)
+    work = policy.work(dc, 30.0)  # the 4-PM call stops at its budget
+    assert work is not None and len(work.pms) == 4
+    policy.finished(dc, work, 30.0)
+    assert policy.work(dc, 40.0) is None  # silenced as any unchanged call
+    dc.remove("v30")
+    policy.depart(dc, "v30", 50.0)
+    work = policy.work(dc, 60.0)
+    assert work is not None and len(work.pms) == 2  # half of 4, not back to 1
+    with pytest.raises(UserError, match="grow_to: 8 must be an integer ≥ m_max or null"):
+        make_policy("origamig", m_max=16, grow_to=8)

@@ -82,6 +82,7 @@ class OrigaMIG:
         spill: bool = False,
         reuse_unchanged: bool = True,
         arrival: str = DEFAULT_ARRIVAL,
+        grow_to: int | None = None,
     ) -> None:
         options = {k: v for k, v in locals().items() if k not in ("self", "weights")}  # the keyword arguments
         problems = option_problems(options)
@@ -107,6 +108,11 @@ class OrigaMIG:
         self.rotate = rotate
         self._visited: dict[str, set[int]] = {}
         self.spill = spill  # sources not kept in S may receive (an extension)
+        # Adaptive neighborhoods (an extension): a consolidation call proved to change nothing is
+        # retried at the next check on twice as many PMs (N_max scaled alike), up to `grow_to`, before
+        # its class is silenced; a call stopped by its budget halves the class's size again.
+        self.grow_to = grow_to
+        self._m_max: dict[str, int] = {}
         # A consolidation call proved to change nothing is not solved again on the same state of the
         # same PMs (its BILP would be the same model): the stored outcome is reused, duration and all.
         self.reuse_unchanged = reuse_unchanged
@@ -168,7 +174,7 @@ class OrigaMIG:
                     dc,
                     h,
                     self.weights,
-                    self.bounds,
+                    self._bounds_of(h),
                     reading=self.consolidation,
                     visited=visited,
                     spill=self.spill,
@@ -183,6 +189,26 @@ class OrigaMIG:
                 continue
             return self._call(dc, nb, time.perf_counter() - t0)
         return None
+
+    def _bounds_of(self, h: str) -> Bounds:
+        """Class h's neighborhood bounds: the configured ones, or larger ones grown by `grow_to`."""
+        m = self._m_max.get(h, self.bounds.m_max)
+        if m == self.bounds.m_max:
+            return self.bounds
+        return replace(self.bounds, m_max=m, n_max=self.bounds.n_max * m // self.bounds.m_max)
+
+    def _grown(self, h: str, work: Work) -> bool:
+        """After an unchanged call of class h: grow h's neighborhood for a retry (True) or settle it."""
+        if self.grow_to is None or work.call is None:
+            return False
+        base, m = self.bounds.m_max, self._m_max.get(h, self.bounds.m_max)
+        if work.call.proved_optimal and m < self.grow_to:
+            self._m_max[h] = min(2 * m, self.grow_to)
+            self._count["neighborhoods_grown"] += 1
+            return True
+        # Proved at the largest size: start small again when h wakes; stopped by the budget: halve.
+        self._m_max[h] = base if work.call.proved_optimal else max(base, m // 2)
+        return False
 
     def _call(self, dc: DataCenter, nb: Neighborhood, select_s: float) -> Work:
         if not nb.pms:
@@ -210,7 +236,9 @@ class OrigaMIG:
     def finished(self, dc: DataCenter, work: Work, now: float) -> None:
         gpu_class = _class_of(work, dc) if work.kind == "consolidation" else None
         if gpu_class is not None and not work.applied:
-            if self.rotate:
+            if self._grown(gpu_class, work):
+                pass  # the next check calls h again, on a larger neighborhood
+            elif self.rotate:
                 self._visited.setdefault(gpu_class, set()).update(work.pms)
             else:
                 self.triggers.unchanged(dc, gpu_class)
@@ -274,6 +302,9 @@ def option_problems(options: Mapping[str, Any]) -> list[str]:
         "reuse_unchanged",
     ):
         need(isinstance(options[key], bool), key, "must be true or false")
+    grow_to, m_max = options["grow_to"], options["m_max"]
+    need(grow_to is None or (integer(grow_to) and (not integer(m_max) or grow_to >= m_max)), "grow_to",
+         "must be an integer ≥ m_max or null")  # fmt: skip
     need(options["arrival"] in ARRIVAL_RULES, "arrival", f"is not one of {', '.join(ARRIVAL_RULES)}")
     need(options["consolidation"] in CONSOLIDATION_READINGS, "consolidation",
          f"is not one of {', '.join(CONSOLIDATION_READINGS)}")  # fmt: skip
