@@ -48,7 +48,7 @@ QUICK = dataclasses.replace(sweep.QUICK, seeds=(1, 2))
 FULL = sweep.FULL
 BASELINES = ("ff", "tc")
 # OrigaMIG variants: row name → policy options on top of the scale's solver budget.
-FF = {"arrival": "ff"}
+FF = {"arrival": paper.ORIGAMIG_ARRIVAL}  # the paper's first fit
 ROW_OPTIONS: dict[str, dict[str, Any]] = {
     "origamig": {},
     "arrival-ff": FF,

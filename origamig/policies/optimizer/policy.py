@@ -235,10 +235,10 @@ class OrigaMIG:
 
     def finished(self, dc: DataCenter, work: Work, now: float) -> None:
         gpu_class = _class_of(work, dc) if work.kind == "consolidation" else None
-        if gpu_class is not None and not work.applied:
-            if self._grown(gpu_class, work):
-                pass  # the next check calls h again, on a larger neighborhood
-            elif self.rotate:
+        # An unchanged call silences its class (or, rotating, marks its PMs visited) unless its
+        # neighborhood grew: then the next check calls the class again, on more PMs.
+        if gpu_class is not None and not work.applied and not self._grown(gpu_class, work):
+            if self.rotate:
                 self._visited.setdefault(gpu_class, set()).update(work.pms)
             else:
                 self.triggers.unchanged(dc, gpu_class)
