@@ -15,7 +15,9 @@ while migrating less, and which of its variants move that margin? Rows:
   through the class's receivers before silencing it (`rotate`), and combinations of these with each
   other and with a larger migration penalty δ (`spill-rotate`, `spill-delta13`, `spill-delta15`);
   `spill-arrival-tc` is `spill` on the shipped arrival rule; `grow-32` and `grow-64` retry a
-  consolidation call that changed nothing on twice as many PMs, up to 32 or 64 (`grow_to`).
+  consolidation call that changed nothing on twice as many PMs, up to 32 or 64 (`grow_to`);
+  `side-by-side` starts up to 8 calls per check on disjoint PMs (`calls_per_step`), covering a
+  class with several 16-PM neighborhoods at once.
 
 Each row is OrigaMIG with some options; every cell runs the same requests per seed. Prints a table
 with means ± 95% CIs, the paired count "fewer active PMs than TC" and the migration ratio to TC,
@@ -63,6 +65,7 @@ ROW_OPTIONS: dict[str, dict[str, Any]] = {
     "spill-arrival-tc": {"spill": True, "arrival": "tc"},
     "grow-32": {"grow_to": 32},
     "grow-64": {"grow_to": 64},
+    "side-by-side": {"calls_per_step": 8},
 }
 LABELS = {
     "ff": "FF",
@@ -80,6 +83,7 @@ LABELS = {
     "spill-arrival-tc": "OrigaMIG, spill",
     "grow-32": "OrigaMIG, neighborhoods grown up to 32 PMs",
     "grow-64": "OrigaMIG, neighborhoods grown up to 64 PMs",
+    "side-by-side": "OrigaMIG, up to 8 calls per check on disjoint PMs",
 }
 SHOW = (
     "acceptance",

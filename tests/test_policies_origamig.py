@@ -515,3 +515,57 @@ def test_growing_neighborhood_halves_after_a_call_stopped_by_its_budget(monkeypa
     assert work is not None and len(work.pms) == 2  # half of 4, not back to 1
     with pytest.raises(UserError, match="grow_to: 8 must be an integer ≥ m_max or null"):
         make_policy("origamig", m_max=16, grow_to=8)
+
+
+def _side_by_side(policy, dc: DataCenter, now: float) -> list:
+    """The calls one check starts, as the simulator asks for them: again and again, with the PMs of
+    the calls started so far locked, until the policy returns None."""
+    works, locked = [], frozenset()
+    while (work := policy.work(dc, now, locked)) is not None:
+        assert not work.pms & locked
+        works.append(work)
+        locked |= work.pms
+    return works
+
+
+def test_calls_side_by_side_cover_a_class_on_disjoint_pms_and_silence_it_together():
+    dc = stuck_a100_state(pms=4)  # no call can change anything
+    single = make_policy("origamig", solver="highs", threads=1, m_max=2)
+    assert [len(w.pms) for w in _side_by_side(single, dc, 10.0)] == [2]  # one call per check
+    policy = make_policy("origamig", solver="highs", threads=1, m_max=2, calls_per_step=4)
+    first, second = _side_by_side(policy, dc, 10.0)  # the class has 4 PMs: two calls of 2, then none
+    assert first.pms | second.pms == frozenset(range(4)) and not first.pms & second.pms
+    assert policy.counters()["calls_side_by_side"] == 1
+    policy.finished(dc, first, 10.5)
+    assert "100" not in policy.triggers.disabled  # the class's other call still runs
+    policy.finished(dc, second, 11.0)
+    assert "100" in policy.triggers.disabled  # both changed nothing: silenced
+    assert _side_by_side(policy, dc, 20.0) == []
+
+
+def test_a_class_stays_awake_when_one_of_its_side_by_side_calls_changed_something():
+    dc = stuck_a100_state(pms=4)
+    policy = make_policy("origamig", solver="highs", threads=1, m_max=2, calls_per_step=2)
+    first, second = _side_by_side(policy, dc, 10.0)
+    policy.finished(dc, replace(first, applied=True), 10.5)  # as if the first call had moved a VM
+    policy.finished(dc, second, 11.0)
+    assert "100" not in policy.triggers.disabled
+    assert len(_side_by_side(policy, dc, 20.0)) == 2
+
+
+def test_one_admission_call_per_check_then_consolidation_beside_it():
+    dc = stuck_a100_state(pms=4)
+    dc.add_pending(vm("p", "7g.40gb"))  # fits no PM as they are: an admission call
+    policy = make_policy("origamig", solver="highs", threads=1, m_max=2, calls_per_step=3)
+    admission, consolidation = _side_by_side(policy, dc, 10.0)  # the third is never an admission call
+    assert admission.kind == "admission" and consolidation.kind == "consolidation"
+    assert admission.pms | consolidation.pms == frozenset(range(4))  # M_max = 2 each, disjoint
+    single = make_policy("origamig", solver="highs", threads=1, m_max=2)
+    assert [w.kind for w in _side_by_side(single, dc, 10.0)] == ["admission"]  # the paper's: Q first, alone
+
+
+def test_calls_per_step_is_checked():
+    with pytest.raises(UserError, match="calls_per_step: 0 must be a positive integer"):
+        make_policy("origamig", calls_per_step=0)
+    with pytest.raises(UserError, match="calls_per_step: 2 cannot be combined with grow_to or rotate"):
+        make_policy("origamig", calls_per_step=2, rotate=True)

@@ -37,10 +37,11 @@ class Scripted:
     def __init__(
         self,
         where: dict[str, Placement | str],
-        calls: dict[float, Callable[[DataCenter], Work]] | None = None,
+        calls: dict[float, Callable[[DataCenter], Work] | list[Callable[[DataCenter], Work]]] | None = None,
     ) -> None:
         self.where = where
         self.calls = dict(calls or {})
+        self.asked: list[tuple[float, frozenset[int]]] = []  # (time, locked) of every `work` call
         self.finished_at: list[float] = []
         self.departed: list[tuple[str, float]] = []
 
@@ -59,8 +60,13 @@ class Scripted:
         later = [t for t in self.calls if t >= now]
         return min(later) if later else None
 
-    def work(self, dc: DataCenter, now: float) -> Work | None:
-        make = self.calls.pop(now, None)
+    def work(self, dc: DataCenter, now: float, locked: frozenset[int] = frozenset()) -> Work | None:
+        self.asked.append((now, locked))
+        make = self.calls.get(now)
+        if isinstance(make, list):  # several calls at one check: one per ask
+            make = make.pop(0) if make else None
+        else:
+            self.calls.pop(now, None)
         return make(dc) if make else None
 
     def finished(self, dc: DataCenter, work: Work, now: float) -> None:
@@ -209,6 +215,43 @@ def test_placing_on_a_locked_pm_is_an_error() -> None:
 
     with pytest.raises(SimulationError, match="locked"):
         run(reqs, Scripted({"a": at(0), "g": at(1)}, {1.0 * H: call}), deterministic=True)
+
+
+def two_pms() -> list[PmSpec]:
+    return [PmSpec(f"pm{j}", 80_000, 512_000, (A100, A100), DEFAULT_PM_MODEL) for j in range(2)]
+
+
+def test_calls_of_one_check_run_side_by_side_on_disjoint_pms() -> None:
+    # x on pm0 and y on pm1 each move to GPU 0 by a call started at the 2-h check: one takes 60 s,
+    # the other 600 s. While both run both PMs are locked; after the short one ends its PM takes
+    # arrivals again (z at 2 h + 120 s on pm0) while the long one still holds pm1.
+    reqs = [
+        Request(vm("x", "7g.40gb"), 1.0 * H, 10 * H),
+        Request(vm("y", "7g.40gb"), 1.0 * H, 10 * H),
+        Request(vm("z", "1g.5gb"), 2 * H + 120, 10 * H),
+    ]
+    short = lambda dc: Work("consolidation", frozenset({0}), {"x": at(0)}, modeled_s=60.0)  # noqa: E731
+    long = lambda dc: Work(  # noqa: E731
+        "consolidation", frozenset({1}), {"y": Placement(1, (GiSlot(0, 0),))}, modeled_s=600.0
+    )
+    policy = Scripted({"x": at(1), "y": Placement(1, (GiSlot(1, 0),)), "z": at(1, 0)}, {2 * H: [short, long]})
+    sim = Simulation(two_pms(), reqs, policy, H, 4 * H, deterministic=True, debug_check=True)
+    res = sim.run()
+    assert [locked for t, locked in policy.asked if t == 2 * H] == [frozenset(), {0}, {0, 1}]
+    assert policy.finished_at == [2 * H + 60, 2 * H + 600]
+    assert sim.dc.placement["x"] == at(0) and sim.dc.placement["y"] == Placement(1, (GiSlot(0, 0),))
+    assert sim.dc.placement["z"] == at(1, 0)
+    assert res.calls == 2 and res.metrics["migrations_per_hour"] == pytest.approx(2 / 4)
+    # No check while a call of the 2-h check runs: the next `work` comes after both ended.
+    assert not [t for t, _ in policy.asked if 2 * H < t < 2 * H + 600]
+
+
+def test_a_second_call_on_a_locked_pm_is_an_error() -> None:
+    first = lambda dc: Work("consolidation", frozenset({0}), {}, modeled_s=60.0)  # noqa: E731
+    again = lambda dc: Work("consolidation", frozenset({0, 1}), {}, modeled_s=60.0)  # noqa: E731
+    policy = Scripted({}, {2 * H: [first, again]})
+    with pytest.raises(SimulationError, match=r"locked PMs \[0\]"):
+        Simulation(two_pms(), [], policy, H, 4 * H, deterministic=True).run()
 
 
 def test_metrics_stay_finite_with_no_requests() -> None:

@@ -121,3 +121,21 @@ def test_ff_fidelity_two_seeds(load: float) -> None:
         mean = sum(r.metrics[metric] for r in results) / len(results)
         tolerance = 4 * SEED_SD[load][metric] / math.sqrt(len(seeds))
         assert abs(mean - expected) <= tolerance, (metric, mean, expected, tolerance)
+
+
+def test_origamig_calls_side_by_side_keep_every_state_valid_and_deterministic() -> None:
+    # M_max = 2 splits each class into several neighborhoods; debug_check runs the independent
+    # checker after every event, so overlapping calls or an invalid applied state would raise.
+    options = (("calls_per_step", 4), ("m_max", 2), ("n_max", 8))
+    config = TINY.replace(policy_options=options)
+    a = run_one(RunSpec(config, "origamig", 3))
+    b = run_one(RunSpec(config, "origamig", 3))
+    assert a.metrics == b.metrics and _counts(a) == _counts(b)
+    assert a.counters["calls_side_by_side"] > 0
+    one = run_one(RunSpec(TINY.replace(policy_options=(("m_max", 2), ("n_max", 8))), "origamig", 3))
+    assert "calls_side_by_side" not in one.counters and a.calls > one.calls
+
+
+def _counts(result) -> dict:
+    """A run's counters without its wall times (these vary from run to run)."""
+    return {k: v for k, v in result.counters.items() if not k.startswith("time_") and k != "median_call_s"}

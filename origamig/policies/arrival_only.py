@@ -37,7 +37,7 @@ class ArrivalOnlyPolicy:
     def next_check(self, now: float) -> float | None:
         return None
 
-    def work(self, dc: DataCenter, now: float) -> Work | None:
+    def work(self, dc: DataCenter, now: float, locked: frozenset[int] = frozenset()) -> Work | None:
         return None
 
     def finished(self, dc: DataCenter, work: Work, now: float) -> None:

@@ -9,10 +9,13 @@ Life of a request, as the simulator drives it:
    `locked` holds the PMs of a call in progress: no arrival may be placed on them.
 2. `depart(dc, vm_id, now)` is called after the simulator removed the VM from `dc`.
 3. Periodic work: the simulator asks `next_check(now)` when the policy next wants to be asked, and
-   at that time calls `work(dc, now)`, which decides on a *copy* of the state and returns `Work`
-   (or None). The simulator applies `Work.target` at `now + duration` (the decision's wall time, or
-   its modeled time in deterministic mode), drops the VMs that departed meanwhile, rejects
-   `Work.rejected`, and then calls `finished(dc, work, now)`. One call at a time.
+   at that time calls `work(dc, now, locked)`, which decides on a *copy* of the state and returns
+   `Work` (or None). The simulator applies `Work.target` at `now + duration` (the decision's wall
+   time, or its modeled time in deterministic mode), drops the VMs that departed meanwhile, rejects
+   `Work.rejected`, and then calls `finished(dc, work, now)`. After a `Work` it asks `work` again at
+   the same time with that call's PMs added to `locked`, until None: a policy that runs one call at
+   a time returns None whenever `locked` is non-empty; one that starts several keeps each call off
+   `locked` (calls of one check run side by side on disjoint PMs). No check while a call runs.
 """
 
 from __future__ import annotations
@@ -128,8 +131,9 @@ class Policy(Protocol):
         """When the policy next wants `work` to be called (None: never)."""
         ...
 
-    def work(self, dc: DataCenter, now: float) -> Work | None:
-        """Periodic work on the current state; returns what to apply, or None."""
+    def work(self, dc: DataCenter, now: float, locked: frozenset[int] = frozenset()) -> Work | None:
+        """Periodic work on the current state, off the PMs of the calls running (`locked`); returns
+        what to apply, or None."""
         ...
 
     def finished(self, dc: DataCenter, work: Work, now: float) -> None:

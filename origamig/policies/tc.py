@@ -97,13 +97,16 @@ class TurkkanCompaction:
     def next_check(self, now: float) -> float | None:
         return max(self._next, now)
 
-    def work(self, dc: DataCenter, now: float) -> Work | None:
-        """One compaction of every class on the current state; None when nothing moves.
+    def work(self, dc: DataCenter, now: float, locked: frozenset[int] = frozenset()) -> Work | None:
+        """One compaction of every class on the current state; None when nothing moves, or when a
+        compaction is running (`locked`: TC compacts once per period, one call at a time).
 
         The call lasts its decision time plus the executor's modeled duration of the moves
         (`wall_s`), or the moves' duration alone (`modeled_s`, deterministic mode): the paper places
         no request on the PMs of a compaction until its moves end.
         """
+        if locked:
+            return None
         self._next = now + self.period_s
         t0 = time.perf_counter()
         result = compact(dc, self.rule)

@@ -4,8 +4,10 @@ Handlers, one per event kind (same-time order in `events.py`):
 - arrival: `policy.arrive(dc, vm, now, locked)` → `Placed` (placed now, departure scheduled at
   now + lifetime), `Deferred` (joins `dc.pending`), or `Rejection`.
 - departure: `dc.remove`, then `policy.depart`.
-- check: `policy.work(dc, now)`; a `Work` is a call that runs for its wall time (or modeled time
-  in deterministic mode). While it runs its PMs are `locked` and no other check is made.
+- check: `policy.work(dc, now, locked)`; a `Work` is a call that runs for its wall time (or modeled
+  time in deterministic mode). The loop asks again at the same time, with the PMs of the calls
+  started so far `locked`, until `work` returns None: calls of one check run side by side on
+  disjoint PMs. While any runs its PMs stay locked and no other check is made.
 - call end: rejects `Work.rejected`, applies `Work.target` (minus VMs that departed meanwhile)
   if `Work.applied`, schedules the admitted VMs' departures, then `policy.finished`.
 After every event with no call running and no check scheduled, the loop asks `policy.next_check`.
@@ -108,8 +110,8 @@ class Simulation:
         self.debug_check = debug_check
         self.rec = Recorder(self.dc, power or PowerModel(pms), warmup_s, measure_s)
         self.queue = EventQueue()
-        self.locked: frozenset[int] = frozenset()
-        self.call: Work | None = None
+        self.locked: frozenset[int] = frozenset()  # the PMs of the calls running
+        self.running: list[Work] = []  # the calls running, in start order
         self.check_due = False
         self.idle_check_t = -1.0  # time of the last check that returned no work (loop guard)
         self.pending: dict[str, tuple[Request, float]] = {}  # deferred VM id → (request, arrival)
@@ -161,7 +163,7 @@ class Simulation:
             self.events += 1
             if self.debug_check:
                 self._verify(t)
-            if self.call is None and not self.check_due:
+            if not self.running and not self.check_due:
                 self._ask(t)
             if progress is not None and self.events % PROGRESS_EVERY == 0:
                 progress(t, self.events, self.calls)
@@ -251,18 +253,21 @@ class Simulation:
             self.pending[vm.id] = (req, t)
 
     def _check(self, t: float) -> None:
-        work = self.policy.work(self.dc, t)
-        if work is None:
+        started = 0
+        while (work := self.policy.work(self.dc, t, self.locked)) is not None:
+            if clash := sorted(work.pms & self.locked):
+                raise SimulationError(f"{self.policy.name} started a call on locked PMs {clash} at t={t}")
+            duration = work.modeled_s if self.deterministic else work.wall_s
+            self.calls += 1
+            started += 1
+            self.rec.call(t, duration)
+            for key, value in work.phases_s.items():
+                self.call_stats[key] = self.call_stats.get(key, 0.0) + value
+            self.running.append(work)
+            self.locked = self.locked | work.pms
+            self.queue.push(t + max(duration, 0.0), CALL_END, work)
+        if not started:
             self.idle_check_t = t
-            return
-        duration = work.modeled_s if self.deterministic else work.wall_s
-        self.calls += 1
-        self.rec.call(t, duration)
-        for key, value in work.phases_s.items():
-            self.call_stats[key] = self.call_stats.get(key, 0.0) + value
-        self.call = work
-        self.locked = frozenset(work.pms)
-        self.queue.push(t + max(duration, 0.0), CALL_END, work)
 
     def _call_end(self, work: Work, t: float) -> None:
         dc = self.dc
@@ -283,8 +288,8 @@ class Simulation:
             moves, gb = _reported_moves(work, moves, gb)
             self.rec.migrated(t, moves, gb)
             self.rec.touch(sorted(touched))
-        self.call = None
-        self.locked = frozenset()
+        self.running = [w for w in self.running if w is not work]
+        self.locked = frozenset().union(*(w.pms for w in self.running))
         self.policy.finished(dc, work, t)
 
     def _moves(self, target: dict[str, Any]) -> tuple[int, float, set[int]]:

@@ -83,6 +83,7 @@ class OrigaMIG:
         reuse_unchanged: bool = True,
         arrival: str = DEFAULT_ARRIVAL,
         grow_to: int | None = None,
+        calls_per_step: int = 1,
     ) -> None:
         options = {k: v for k, v in locals().items() if k not in ("self", "weights")}  # the keyword arguments
         problems = option_problems(options)
@@ -113,6 +114,15 @@ class OrigaMIG:
         # its class is silenced; a call stopped by its budget halves the class's size again.
         self.grow_to = grow_to
         self._m_max: dict[str, int] = {}
+        # Side-by-side calls (an extension): one check may start up to `calls_per_step` calls on
+        # disjoint PMs (the simulator locks each call's PMs before asking again) — at most one
+        # admission call, then consolidation calls, several per class on the class's PMs not yet
+        # held. A class is silenced only when every call of it started at that check changed nothing.
+        self.calls_per_step = calls_per_step
+        self._step_t: float | None = None  # the check whose calls are counted below
+        self._step_calls = 0
+        self._step_exhausted: set[str] = set()  # classes with no PM left to call on at this check
+        self._class_running: dict[str, tuple[int, bool]] = {}  # class → (calls running, any applied)
         # A consolidation call proved to change nothing is not solved again on the same state of the
         # same PMs (its BILP would be the same model): the stored outcome is reused, duration and all.
         self.reuse_unchanged = reuse_unchanged
@@ -151,9 +161,22 @@ class OrigaMIG:
         step = self.check_interval_s
         return (math.floor(now / step + 1e-9) + 1) * step
 
-    def work(self, dc: DataCenter, now: float) -> Work | None:
+    def work(self, dc: DataCenter, now: float, locked: frozenset[int] = frozenset()) -> Work | None:
+        if now != self._step_t:
+            self._step_t, self._step_calls, self._step_exhausted = now, 0, set()
+        if self._step_calls >= self.calls_per_step:
+            return None
+        work = self._next_call(dc, now, locked)
+        if work is not None:
+            if self._step_calls:
+                self._count["calls_side_by_side"] += 1
+            self._step_calls += 1
+        return work
+
+    def _next_call(self, dc: DataCenter, now: float, locked: frozenset[int]) -> Work | None:
+        """The next call of this check off the `locked` PMs: admission first, then consolidation."""
         t0 = time.perf_counter()
-        if dc.pending:
+        if dc.pending and not self._step_calls:  # one admission call per check, the first one
             if not self.admission_calls:
                 return Work("admission", frozenset(), {}, rejected=tuple(dc.pending), applied=False)
             queue = list(dc.pending)
@@ -165,9 +188,11 @@ class OrigaMIG:
         if not self.consolidation_calls:
             return None
         for h in self.triggers.due(dc, now):
+            if h in self._step_exhausted:
+                continue
             self.triggers.called(h, now)
             if self.random is not None:
-                nb = select_random(dc, self.random, self.bounds, gpu_class=h)
+                nb = select_random(dc, self.random, self.bounds, gpu_class=h, locked=locked)
             else:
                 visited = frozenset(self._visited.get(h, ()))
                 nb = select_consolidation(
@@ -175,12 +200,18 @@ class OrigaMIG:
                     h,
                     self.weights,
                     self._bounds_of(h),
+                    locked=locked,
                     reading=self.consolidation,
                     visited=visited,
                     spill=self.spill,
                 )
+            too_small = len(nb.pms) < (1 if self.consolidation == FILL else 2)
+            if too_small and not locked.isdisjoint(dc.class_pms.get(h, ())):
+                # The class's other PMs are held by calls of this check: no call, no verdict on h.
+                self._step_exhausted.add(h)
+                continue
             fresh = not self.rotate or any(j not in self._visited.get(h, ()) for j in nb.pms)
-            if len(nb.pms) < (1 if self.consolidation == FILL else 2) or not fresh:
+            if too_small or not fresh:
                 # No PM to optimize, or (earlier reading) nothing to empty or nowhere to put it, or
                 # (rotating) every receiver already held by a call that changed nothing.
                 self.triggers.unchanged(dc, h)
@@ -225,6 +256,9 @@ class OrigaMIG:
                     self._unchanged.pop(next(iter(self._unchanged)))
                 self._unchanged[key] = work
         assert work.call is not None
+        if nb.kind == "consolidation" and nb.gpu_class is not None:
+            running, applied = self._class_running.get(nb.gpu_class, (0, False))
+            self._class_running[nb.gpu_class] = (running + 1, applied)
         self._calls[nb.kind] += 1
         self._wall.append(work.wall_s)
         for key in PHASES:
@@ -234,15 +268,16 @@ class OrigaMIG:
         return work
 
     def finished(self, dc: DataCenter, work: Work, now: float) -> None:
-        gpu_class = _class_of(work, dc) if work.kind == "consolidation" else None
+        h = _class_of(work, dc) if work.kind == "consolidation" else None
         # An unchanged call silences its class (or, rotating, marks its PMs visited) unless its
-        # neighborhood grew: then the next check calls the class again, on more PMs.
-        if gpu_class is not None and not work.applied and not self._grown(gpu_class, work):
+        # neighborhood grew: then the next check calls the class again, on more PMs. With calls side
+        # by side, the class's last call to end decides, and only if none of them changed anything.
+        if h is not None and self._last_of_class(h, work) and not self._grown(h, work):
             if self.rotate:
-                self._visited.setdefault(gpu_class, set()).update(work.pms)
+                self._visited.setdefault(h, set()).update(work.pms)
             else:
-                self.triggers.unchanged(dc, gpu_class)
-        elif work.applied:
+                self.triggers.unchanged(dc, h)
+        if work.applied:
             self._visited.clear()
         self._count["admitted"] += len(work.admitted)
         self._count["rejected"] += len(work.rejected)
@@ -251,6 +286,16 @@ class OrigaMIG:
             self._count["migrations"] += cost.migrations_intra + cost.migrations_inter
             self._count["parking"] += cost.parking_intra + cost.parking_inter
             self._count["bytes"] += cost.bytes
+
+    def _last_of_class(self, h: str, work: Work) -> bool:
+        """Count `work`, a call of class h, as ended: True when it was h's last call running and no
+        call of h since the check that started them changed anything."""
+        running, applied = self._class_running.pop(h, (1, False))
+        applied = applied or work.applied
+        if running > 1:
+            self._class_running[h] = (running - 1, applied)
+            return False
+        return not applied
 
     def counters(self) -> dict[str, float]:
         out: dict[str, Any] = {f"calls_{k}": v for k, v in self._calls.items()}
@@ -305,6 +350,11 @@ def option_problems(options: Mapping[str, Any]) -> list[str]:
     grow_to, m_max = options["grow_to"], options["m_max"]
     need(grow_to is None or (integer(grow_to) and (not integer(m_max) or grow_to >= m_max)), "grow_to",
          "must be an integer ≥ m_max or null")  # fmt: skip
+    need(integer(options["calls_per_step"]) and options["calls_per_step"] >= 1, "calls_per_step",
+         "must be a positive integer")  # fmt: skip
+    if integer(options["calls_per_step"]) and options["calls_per_step"] > 1:
+        need(grow_to is None and not options["rotate"], "calls_per_step",
+             "cannot be combined with grow_to or rotate yet")  # fmt: skip
     need(options["arrival"] in ARRIVAL_RULES, "arrival", f"is not one of {', '.join(ARRIVAL_RULES)}")
     need(options["consolidation"] in CONSOLIDATION_READINGS, "consolidation",
          f"is not one of {', '.join(CONSOLIDATION_READINGS)}")  # fmt: skip
