@@ -119,9 +119,9 @@ def record_calls(fleet: Fleet, scale: Scale, seed: int) -> list[dict[str, Any]]:
     clock = {"now": 0.0}
     work, call = policy.work, policy._call
 
-    def timed_work(dc: Any, now: float) -> Any:
+    def timed_work(dc: Any, now: float, locked: frozenset[int] = frozenset()) -> Any:
         clock["now"] = now
-        return work(dc, now)
+        return work(dc, now, locked)
 
     def recording_call(dc: Any, nb: Any, select_s: float) -> Any:
         snapshot = neighborhood_document(dc, nb, policy.weights) if nb.pms else None

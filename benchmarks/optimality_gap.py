@@ -121,8 +121,8 @@ class _TimedOrigaMIG(OrigaMIG):
         super().__init__(**options)
         self.call_s: list[float] = []
 
-    def work(self, dc: DataCenter, now: float) -> Work | None:
-        done = super().work(dc, now)
+    def work(self, dc: DataCenter, now: float, locked: frozenset[int] = frozenset()) -> Work | None:
+        done = super().work(dc, now, locked)
         if done is not None and done.pms:
             self.call_s.append(done.wall_s)
         return done
@@ -159,7 +159,7 @@ def simulate(n_pms: int, m_max: int, seed: int, setup: Setup) -> RunOutcome:
         h = owner[t]
         if h in taken:
             return
-        settled = holder[0].call is None and not dc.pending
+        settled = not holder[0].running and not dc.pending
         if settled or t >= h * HOUR + tries * step:
             taken[h] = StateSample(h, t, settled, dc.copy())
 

@@ -126,9 +126,9 @@ class _RecordingOrigaMIG(OrigaMIG):
         self.now = 0.0
         self.recorded: list[dict[str, Any]] = []
 
-    def work(self, dc: DataCenter, now: float) -> Work | None:
+    def work(self, dc: DataCenter, now: float, locked: frozenset[int] = frozenset()) -> Work | None:
         self.now = now
-        return super().work(dc, now)
+        return super().work(dc, now, locked)
 
     def _call(self, dc: DataCenter, nb: Neighborhood, select_s: float) -> Work:
         work = super()._call(dc, nb, select_s)

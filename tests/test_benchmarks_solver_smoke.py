@@ -54,7 +54,7 @@ class _Always:
     def next_check(self, now):
         return None
 
-    def work(self, dc, now):
+    def work(self, dc, now, locked=frozenset()):
         return None
 
     def finished(self, dc, work, now):

@@ -64,8 +64,8 @@ class Replayed:
     def __init__(self, policy) -> None:
         self.p, self.name, self.plans = policy, policy.name, 0
 
-    def work(self, dc, now):
-        work = self.p.work(dc, now)
+    def work(self, dc, now, locked=frozenset()):
+        work = self.p.work(dc, now, locked)
         if work is not None and work.plan is not None:
             steps = work.plan.to_json()
             result = replay_plan(dc.pms, dc.vms, dc.placement, dc.pending, steps, target=work.target)

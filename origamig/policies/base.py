@@ -6,7 +6,7 @@ policy's name. A policy sees the data-center state and the requests, never lifet
 Life of a request, as the simulator drives it:
 1. `arrive(dc, vm, now, locked)` returns `Placed` (the simulator calls `dc.place`), `Deferred`
    (the simulator puts the VM in `dc.pending`, the policy's queue Q, oldest first) or `Rejection`.
-   `locked` holds the PMs of a call in progress: no arrival may be placed on them.
+   `locked` holds the PMs of the calls in progress: no arrival may be placed on them.
 2. `depart(dc, vm_id, now)` is called after the simulator removed the VM from `dc`.
 3. Periodic work: the simulator asks `next_check(now)` when the policy next wants to be asked, and
    at that time calls `work(dc, now, locked)`, which decides on a *copy* of the state and returns
