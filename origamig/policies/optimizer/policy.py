@@ -5,7 +5,8 @@ first fit does (`arrival="ff"`, the paper's rule: first PM in data-center order 
 each GI largest first on the lowest GPU of its class where the default GI placement finds a start);
 otherwise it joins the pending queue Q. Every `check_interval_s` (10 s), if no call is running:
 an admission call when Q is non-empty, else a consolidation call for the first class whose gap
-Γ_h ≥ θ (O(1) counters). A call selects its neighborhood with Algorithm 1 (or at random), solves the
+Γ_h ≥ θ (O(1) counters); with `calls_per_step` > 1, further consolidation calls beside it on PMs no
+call of the check holds. A call selects its neighborhood with Algorithm 1 (or at random), solves the
 restricted BILP, plans the migrations, and applies only a strictly better plan (`decision.py`).
 Complexity: an arrival is one pass over the PMs O(|M|·|K|); a check is O(#classes); a call is one pass
 over the PMs plus a bounded BILP. Ties: lowest PM, GPU and start, oldest pending VM first.
