@@ -493,6 +493,7 @@ def summary(sweep: Sweep) -> list[dict[str, Any]]:
 
 def write_json(sweep: Sweep, extra: dict[str, Any], out_dir: Path = RESULTS) -> Path:
     """benchmarks/results/<name>-<scale>.json: the scale, every run, the summary and `extra`."""
+    adopt_stored(sweep, out_dir)
     doc = {
         "benchmark": sweep.name,
         "scale": asdict(sweep.scale),
@@ -508,6 +509,7 @@ def write_json(sweep: Sweep, extra: dict[str, Any], out_dir: Path = RESULTS) -> 
 
 def write_partial(sweep: Sweep, out_dir: Path = RESULTS) -> Path:
     """The results file of an unfinished sweep: its scale and the runs finished so far."""
+    adopt_stored(sweep, out_dir)
     doc = {
         "benchmark": sweep.name,
         "scale": asdict(sweep.scale),
@@ -519,10 +521,23 @@ def write_partial(sweep: Sweep, out_dir: Path = RESULTS) -> Path:
     return _write(results_path(sweep.name, sweep.scale, out_dir), doc)
 
 
+def adopt_stored(sweep: Sweep, out_dir: Path) -> None:
+    """Take into `sweep` the runs that another command stored in its results file since it read
+    it, so that two commands sharing one file (say, two seeds in two shells) never drop each
+    other's finished cells when they write."""
+    mine = {r["cell"] for r in sweep.runs}
+    new = [r for r in stored_runs(sweep.name, sweep.scale, out_dir) if r["cell"] not in mine]
+    if new:
+        sweep.runs.extend(new)
+        sweep.cells.extend(_cells_of(new, sweep.scale))
+        seeds = set(sweep.scale.seeds) | {int(r["seed"]) for r in new}
+        sweep.scale = replace(sweep.scale, seeds=tuple(sorted(seeds)))
+
+
 def _write(path: Path, doc: dict[str, Any]) -> Path:
-    """Write `doc` as JSON through a temporary file and a rename: never half a file."""
+    """Write `doc` as JSON through a temporary file (one per process) and a rename: never half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(_clean(doc), indent=1) + "\n")
     os.replace(tmp, path)
     return path

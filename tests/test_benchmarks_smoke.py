@@ -202,6 +202,30 @@ def test_sweep_writes_each_cell_at_once_and_resumes(tmp_path: Path, monkeypatch:
     assert sweep.load_sweep("loads", two, tmp_path).scale.revision == 1
 
 
+def test_two_commands_sharing_a_results_file_keep_each_others_cells(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Command A (seeds 1, 2) reads the file, then command B (seed 3) stores its cell while A runs;
+    # A's writes must keep B's run, not replace the file with what A read at its start.
+    a, b = dataclasses.replace(SMOKE, seeds=(1, 2)), dataclasses.replace(SMOKE, seeds=(3,))
+    real_run_all = sweep.run_all
+    other_ran = []
+
+    def b_finishes_meanwhile(specs, **kw):
+        if not other_ran:
+            other_ran.append(True)
+            sweep.run("loads", b, loads.cells(b, (0.75,), ("ff",)), 1, None, False, tmp_path)
+        return real_run_all(specs, **kw)
+
+    monkeypatch.setattr(sweep, "run_all", b_finishes_meanwhile)
+    result = sweep.run("loads", a, loads.cells(a, (0.75,), ("ff",)), 1, None, False, tmp_path)
+    stored = json.loads(sweep.results_path("loads", a, tmp_path).read_text())
+    assert sorted(r["seed"] for r in stored["runs"]) == [1, 2, 3]
+    assert stored["scale"]["seeds"] == [1, 2, 3]
+    assert sorted(r["seed"] for r in result.runs) == [1, 2, 3]
+    assert not list(tmp_path.glob("*.tmp"))
+
+
 def test_sweep_interrupted_keeps_finished_cells(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     scale = dataclasses.replace(SMOKE, seeds=(1, 2))
     cells = loads.cells(scale, (0.75,), ("ff",))
