@@ -258,8 +258,7 @@ def run(
     stored = stored_runs(name, scale, out_dir) if out_dir is not None else []
     done_keys = {r["cell"] for r in stored}
     todo = [c for c in cells if c.key not in done_keys]
-    # The sweep holds every stored run, so its scale names every seed they cover (titles, JSON).
-    scale = replace(scale, seeds=tuple(sorted({int(r["seed"]) for r in stored} | set(scale.seeds))))
+    scale = covering(scale, stored)
     order = sorted(range(len(todo)), key=lambda i: todo[i].policy != "origamig")
     specs = [todo[i].spec() for i in order]
     if out_dir is not None:  # a long cell saves itself; a rerun resumes it where it stopped
@@ -292,6 +291,12 @@ def run(
     position = {c.key: n for n, c in enumerate(sweep.cells)}
     sweep.runs.sort(key=lambda r: position.get(r["cell"], len(position)))
     return sweep
+
+
+def covering(scale: Scale, runs: Sequence[dict[str, Any]]) -> Scale:
+    """`scale` naming every seed of `runs` too: a sweep holds every stored run, so its scale names
+    every seed they cover (titles, JSON)."""
+    return replace(scale, seeds=tuple(sorted(set(scale.seeds) | {int(r["seed"]) for r in runs})))
 
 
 def _cells_of(runs: Sequence[dict[str, Any]], scale: Scale) -> list[Cell]:
@@ -530,8 +535,7 @@ def adopt_stored(sweep: Sweep, out_dir: Path) -> None:
     if new:
         sweep.runs.extend(new)
         sweep.cells.extend(_cells_of(new, sweep.scale))
-        seeds = set(sweep.scale.seeds) | {int(r["seed"]) for r in new}
-        sweep.scale = replace(sweep.scale, seeds=tuple(sorted(seeds)))
+        sweep.scale = covering(sweep.scale, new)
 
 
 def _write(path: Path, doc: dict[str, Any]) -> Path:
