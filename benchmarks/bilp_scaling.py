@@ -40,12 +40,12 @@ from paper_values import (
 from publish import publish
 
 from origamig.bilp import Limits
-from origamig.catalog import default_catalog
-from origamig.datacenter import DataCenter
+from origamig.cluster.catalog import default_catalog
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import PmSpec, VmSpec, Weights, cores_to_m, gb_to_mb
 from origamig.policies.arrival_rule import first_fit
 from origamig.policies.base import Rejection
 from origamig.policies.opt import solve_opt
-from origamig.records import PmSpec, VmSpec, Weights, cores_to_m, gb_to_mb
 from origamig.sim.workload import vm_for
 from origamig.solver_registry import backend_names
 

@@ -44,11 +44,11 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from origamig.catalog import default_catalog
-from origamig.datacenter import DataCenter
-from origamig.executor import Infeasible, plan_migrations
-from origamig.records import GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
-from origamig.replay import replay_plan
+from origamig.cluster.catalog import default_catalog
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
+from origamig.judge.replay import replay_plan
+from origamig.plan.executor import Infeasible, plan_migrations
 
 TARGET_MS = 50.0  # well under 50 ms for 64 VMs on 16 PMs
 RESULTS = Path(__file__).parent / "results" / "executor.json"

@@ -41,8 +41,8 @@ from publish import quantile
 from sweep import Cell, Scale, Sweep
 
 from origamig.sim.fleet import Fleet, load_fleet
-from origamig.sim.results import runs_document
 from origamig.sim.workload import HOUR
+from origamig.study.results import runs_document
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "fleets"
 FLEET_FILES = ("paper", "h100-8x", "a100-h200-mixed")
@@ -106,8 +106,8 @@ def record_calls(fleet: Fleet, scale: Scale, seed: int) -> list[dict[str, Any]]:
     from solver_replay import neighborhood_document
 
     from origamig.sim.engine import Simulation
-    from origamig.sim.runner import make_run_policy
     from origamig.sim.scenario import build_pms, requests_for
+    from origamig.study.runner import make_run_policy
 
     config = scale.config(
         load=LOAD, fleet=fleet, pms=pms_of(fleet, scale), policy_options=scale.origamig_options()
@@ -154,7 +154,7 @@ def replay_calls(recorded: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Solve every recorded call again with the paper's setting (10 s wall clock, no node budget)."""
     from solver_replay import solve_once
 
-    from origamig.snapshot import parse_snapshot
+    from origamig.snapshot.document import parse_snapshot
 
     out = []
     for call in recorded:
@@ -268,7 +268,7 @@ def print_report(text: str, study: dict[str, Any], scale_text: str) -> None:
 
 def write(sw: Sweep, chosen: list[Fleet], study: dict[str, Any], out_dir: Path) -> tuple[Path, Path, Path]:
     """Print the what-if and the call study; write the JSON, the markdown and the figure."""
-    from origamig.sim import whatif
+    from origamig.study import whatif
 
     doc = whatif_document(sw, chosen)
     scenarios = whatif.what_ifs(doc)

@@ -25,11 +25,11 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from origamig.catalog import default_catalog
-from origamig.configspace import analyze, enumerate_space
-from origamig.datacenter import DataCenter
-from origamig.mig import geometry
-from origamig.records import GiSlot, Placement, PmSpec, VmSpec
+from origamig.cluster.catalog import default_catalog
+from origamig.cluster.configspace import analyze, enumerate_space
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.mig import geometry
+from origamig.cluster.records import GiSlot, Placement, PmSpec, VmSpec
 
 TARGET_DECISIONS_PER_S = 200_000
 RESULTS = Path(__file__).parent / "results" / "mig_speed.json"

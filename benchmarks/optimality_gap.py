@@ -44,18 +44,18 @@ from paper_values import (
 from publish import publish, quantile
 
 from origamig.bilp import Limits
-from origamig.catalog import default_catalog
-from origamig.datacenter import DataCenter
-from origamig.objective import evaluate, evaluate_dc
+from origamig.cluster.catalog import default_catalog
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import Weights
+from origamig.judge.objective import evaluate, evaluate_dc
 from origamig.policies.base import Work
 from origamig.policies.opt import solve_opt
 from origamig.policies.optimizer.policy import OrigaMIG
-from origamig.records import Weights
 from origamig.sim.engine import Simulation
-from origamig.sim.runner import run_tasks
 from origamig.sim.scenario import SimConfig, build_pms, requests_for
 from origamig.sim.workload import HOUR
 from origamig.solver_registry import backend_names
+from origamig.study.runner import run_tasks
 
 RESULTS = Path(__file__).parent / "results"
 PAPER_POINTS = tuple(FIG8A_EXTRA_ACTIVE_PMS_PCT)  # the (PMs, M_max) pairs of Fig. 8(a)

@@ -24,13 +24,13 @@ from rich.console import Console
 from rich.table import Table
 
 from origamig.bilp import Limits
-from origamig.catalog import default_catalog
-from origamig.datacenter import DataCenter
-from origamig.neighborhood import Bounds, select_admission, select_consolidation
+from origamig.call.neighborhood import Bounds, select_admission, select_consolidation
+from origamig.cluster.catalog import default_catalog
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import PmSpec, VmSpec, Weights, cores_to_m, gb_to_mb
 from origamig.policies.arrival_rule import first_fit
 from origamig.policies.base import Rejection
 from origamig.policies.optimizer.policy import PHASES, run_call
-from origamig.records import PmSpec, VmSpec, Weights, cores_to_m, gb_to_mb
 from origamig.solver_registry import backend_names
 
 RESULTS = Path(__file__).parent / "results"

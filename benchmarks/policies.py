@@ -26,11 +26,11 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from origamig.catalog import default_catalog
-from origamig.datacenter import DataCenter
+from origamig.cluster.catalog import default_catalog
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import PmSpec, VmSpec, cores_to_m, gb_to_mb
 from origamig.policies.arrival_rule import first_fit
 from origamig.policies.base import Rejection, make_policy
-from origamig.records import PmSpec, VmSpec, cores_to_m, gb_to_mb
 
 TARGET_MS = 1.0
 POLICIES = ("ff", "mfi", "tc")

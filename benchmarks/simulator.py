@@ -30,10 +30,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from paper_values import READING_FF_100_SEEDS, TABLE8
 
 from origamig.policies.base import policy_names
-from origamig.sim.aggregate import mean_ci
 from origamig.sim.engine import Simulation
-from origamig.sim.runner import RunSpec, make_run_policy, run_all
 from origamig.sim.scenario import SimConfig, build_pms, requests_for
+from origamig.study.aggregate import mean_ci
+from origamig.study.runner import RunSpec, make_run_policy, run_all
 
 RESULTS = Path(__file__).resolve().parent / "results" / "simulator.json"
 READING_FF = READING_FF_100_SEEDS

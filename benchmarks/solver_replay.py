@@ -36,16 +36,16 @@ from paper_values import TABLE10, TABLE12_CALL_MEDIAN_S
 from publish import publish, quantile
 
 from origamig.bilp import Limits, solve_region
-from origamig.catalog import default_catalog
-from origamig.datacenter import DataCenter
-from origamig.neighborhood import Neighborhood
+from origamig.call.neighborhood import Neighborhood
+from origamig.cluster.catalog import default_catalog
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import Weights
 from origamig.policies.base import Work
 from origamig.policies.optimizer.policy import OrigaMIG
-from origamig.records import Weights
 from origamig.sim.engine import Simulation
 from origamig.sim.scenario import SimConfig, build_pms, requests_for
 from origamig.sim.workload import HOUR
-from origamig.snapshot import parse_snapshot
+from origamig.snapshot.document import parse_snapshot
 from origamig.solver_registry import backend_names
 
 RESULTS = Path(__file__).parent / "results"

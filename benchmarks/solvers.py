@@ -37,13 +37,13 @@ from pathlib import Path
 
 from origamig.bilp import Limits, build_model, compile_model, decode, restrict
 from origamig.bilp.backends.base import get_backend
-from origamig.catalog import default_catalog
-from origamig.check import check_placement
-from origamig.datacenter import DataCenter
-from origamig.objective import evaluate
+from origamig.cluster.catalog import default_catalog
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import MILLI, Placement, PmSpec, VmSpec, Weights
+from origamig.judge.check import check_placement
+from origamig.judge.objective import evaluate
 from origamig.policies.arrival_rule import first_fit as shared_first_fit
 from origamig.policies.base import Rejection
-from origamig.records import MILLI, Placement, PmSpec, VmSpec, Weights
 from origamig.solver_registry import backend_names
 
 TIME_LIMIT_S = 10.0

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from origamig.catalog import default_catalog
+from origamig.cluster.catalog import default_catalog
 
 H100 = default_catalog().gpu("H100-80GB")
 PM_CPU, PM_RAM_GB, GPUS_PER_PM = 224, 2048, 8

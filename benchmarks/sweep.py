@@ -34,14 +34,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from origamig.errors import UserError
 from origamig.policies.optimizer.policy import DEFAULT_ARRIVAL
-from origamig.sim.aggregate import mean_ci
 from origamig.sim.engine import CHECKPOINT_EVERY_S, checkpoint_header
 from origamig.sim.fleet import Fleet, fleet_from_dict
 from origamig.sim.metrics import METRIC_NAMES
-from origamig.sim.runner import RunSpec, run_all
 from origamig.sim.scenario import SimConfig, build_pms
 from origamig.sim.workload import HOUR
 from origamig.solver_registry import backend_names
+from origamig.study.aggregate import mean_ci
+from origamig.study.runner import RunSpec, run_all
 
 # Bumped whenever a code change alters what a sweep computes, so that stored results of the earlier
 # code are refused on a rerun instead of being mixed with new runs (a cell key fingerprints the

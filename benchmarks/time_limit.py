@@ -41,7 +41,7 @@ from stress_instances import h100_cluster
 
 from origamig.bilp import build_model, compile_model, restrict
 from origamig.bilp.backends.base import Limits, get_backend
-from origamig.snapshot import parse_snapshot
+from origamig.snapshot.document import parse_snapshot
 
 RESULTS = Path(__file__).parent / "results"
 

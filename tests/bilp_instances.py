@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import random
 
-from origamig.catalog import default_catalog
-from origamig.datacenter import DataCenter
+from origamig.cluster.catalog import default_catalog
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import MILLI, Placement, PmSpec, VmSpec
 from origamig.policies.arrival_rule import first_fit as shared_first_fit
 from origamig.policies.base import Rejection
-from origamig.records import MILLI, Placement, PmSpec, VmSpec
 
 CATALOG = default_catalog()
 A100 = CATALOG.gpu("A100-40GB")

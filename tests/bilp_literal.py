@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pyomo.environ as pyo
 
 from origamig.bilp.restrict import Region
-from origamig.records import GiSlot, Placement, Weights
+from origamig.cluster.records import GiSlot, Placement, Weights
 
 
 @dataclass(frozen=True)

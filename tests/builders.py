@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from origamig.catalog import GpuModel, Profile, default_catalog
-from origamig.datacenter import DataCenter
-from origamig.mig import GpuConfig
-from origamig.records import GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
+from origamig.cluster.catalog import GpuModel, Profile, default_catalog
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.mig import GpuConfig
+from origamig.cluster.records import GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
 
 A100 = "A100-40GB"
 A30 = "A30-24GB"

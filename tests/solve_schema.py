@@ -8,7 +8,7 @@ import json
 import jsonschema
 from referencing import Registry, Resource
 
-from origamig.snapshot import schema_path
+from origamig.snapshot.document import schema_path
 
 
 @functools.cache

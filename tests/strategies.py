@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from origamig.catalog import GpuModel, default_catalog
-from origamig.datacenter import DataCenter
-from origamig.mig import GpuConfig, geometry
-from origamig.records import GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
+from origamig.cluster.catalog import GpuModel, default_catalog
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.mig import GpuConfig, geometry
+from origamig.cluster.records import GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
 
 GPU_NAMES = ("A100-40GB", "A30-24GB")
 CPU_SIZES = (8, 16, 32, 80)

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from origamig.bilp import solve_region
-from origamig.check import check, check_counters
-from origamig.neighborhood import Bounds, select_admission
+from origamig.call.neighborhood import Bounds, select_admission
+from origamig.cluster.records import Weights
+from origamig.judge.check import check, check_counters
 from origamig.policies.base import Placed
-from origamig.records import Weights
 from origamig.sim.engine import Simulation
 from origamig.sim.workload import Request
 from tests.builders import at, datacenter, pm, vm

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from origamig.bilp import Limits, available, backend_names, solve_region
 from origamig.bilp.backends.base import get_backend
-from origamig.check import check_placement
-from origamig.objective import evaluate
-from origamig.records import Weights
+from origamig.cluster.records import Weights
+from origamig.judge.check import check_placement
+from origamig.judge.objective import evaluate
 
 BACKENDS = ("highs", "cpsat")  # every registered backend must be listed here
 EXACT = Limits(time_limit_s=60, threads=1)

@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 from origamig.bilp import Limits, build_model, compile_model, decode, restrict, solve_region
 from origamig.bilp.backends.base import get_backend
 from origamig.bilp.configurations import enumerate_configurations, usable_configurations
-from origamig.check import check_placement
-from origamig.datacenter import DataCenter
-from origamig.mig import geometry
-from origamig.objective import evaluate
-from origamig.records import MILLI, GiSlot, Placement, PmSpec, VmSpec, Weights
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.mig import geometry
+from origamig.cluster.records import MILLI, GiSlot, Placement, PmSpec, VmSpec, Weights
+from origamig.judge.check import check_placement
+from origamig.judge.objective import evaluate
 
 # docs/model.md#configuration-space / paper §3: configurations of one A100 40GB, the empty one included
 A100_CONFIGURATIONS = 723

@@ -20,9 +20,9 @@ from origamig.bilp import (
 from origamig.bilp.backends.base import get_backend
 from origamig.bilp.model import BilpModel
 from origamig.bilp.restrict import Region
-from origamig.datacenter import DataCenter
-from origamig.objective import evaluate
-from origamig.records import Weights
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import Weights
+from origamig.judge.objective import evaluate
 
 EXACT = Limits(time_limit_s=60, threads=1)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from origamig.catalog import default_catalog, load_catalog, models_dir
+from origamig.cluster.catalog import default_catalog, load_catalog, models_dir
 from origamig.errors import CatalogError, UserError
 
 # docs/model.md#domain: (name, compute slices, memory slices, permissible starts) per profile.

@@ -16,7 +16,7 @@ from cli_helpers import run_main
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from origamig.replay import STEP_FIELDS, malformed_steps
+from origamig.judge.replay import STEP_FIELDS, malformed_steps
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 FIG1C = EXAMPLES / "fig1c-compaction.json"

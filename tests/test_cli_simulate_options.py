@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from cli_helpers import run_main
 
+from origamig.call.neighborhood import Bound
 from origamig.cli.simulate import parse_options
 from origamig.errors import UserError
-from origamig.neighborhood import Bound
 from origamig.policies.base import make_policy
 from origamig.solver_registry import backend_names
 
@@ -31,8 +31,8 @@ def test_an_option_of_one_of_several_policies_is_accepted():
 
 
 def test_options_reach_the_policy(tmp_path):
-    from origamig.sim.runner import make_run_policy
     from origamig.sim.scenario import SimConfig
+    from origamig.study.runner import make_run_policy
 
     config = SimConfig(policy_options=parse_options(["m_max=4", "bound=vms", "delta=20"], ["origamig"]))
     policy = make_run_policy("origamig", config, seed=1)

@@ -16,11 +16,11 @@ from cli_helpers import run_main
 from solve_schema import solve_document_validator
 from typer.testing import CliRunner
 
-from origamig.check import check_placement
 from origamig.cli.app import app
-from origamig.records import GiSlot, Placement
-from origamig.replay import replay_plan
-from origamig.snapshot import Snapshot, load_snapshot, schema_path
+from origamig.cluster.records import GiSlot, Placement
+from origamig.judge.check import check_placement
+from origamig.judge.replay import replay_plan
+from origamig.snapshot.document import Snapshot, load_snapshot, schema_path
 
 EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.json"))
 FAST = ["--time-limit", "5", "--threads", "1"]
@@ -225,7 +225,7 @@ def test_plan_infeasible_when_the_blocked_cycle_has_nowhere_to_park(tmp_path: Pa
 
 def test_solve_snapshot_does_not_mutate_the_snapshot() -> None:
     from origamig.bilp import Limits
-    from origamig.snapshot_solve import solve_snapshot
+    from origamig.call.solve import solve_snapshot
 
     path = next(p for p in EXAMPLES if p.stem == "mixed-a100-a30")
     snap = load_snapshot(path)

@@ -9,9 +9,9 @@ from itertools import combinations
 import pytest
 from typer.testing import CliRunner
 
-from origamig.catalog import GpuModel, default_catalog
 from origamig.cli.app import app, main
-from origamig.configspace import (
+from origamig.cluster.catalog import GpuModel, default_catalog
+from origamig.cluster.configspace import (
     analyze,
     default_reachable,
     enumerate_space,
@@ -21,7 +21,7 @@ from origamig.configspace import (
     terminal,
     two_gpu_count,
 )
-from origamig.mig import GpuConfig
+from origamig.cluster.mig import GpuConfig
 from tests.builders import A30, A100, model
 
 # Paper §3 and docs/model.md#configuration-space (A100-40GB).

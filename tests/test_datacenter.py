@@ -1,4 +1,6 @@
-"""DataCenter: random place/remove/move sequences keep counters and constraints right (`origamig.check`)."""
+"""DataCenter: random place/remove/move sequences keep counters and constraints right.
+
+The constraints are judged by `origamig.judge.check`."""
 
 from __future__ import annotations
 
@@ -9,10 +11,10 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from origamig.check import check, check_counters
-from origamig.datacenter import DataCenter
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import NO_GPU_CLASS, GiSlot, Placement, VmSpec
 from origamig.errors import PlacementError
-from origamig.records import NO_GPU_CLASS, GiSlot, Placement, VmSpec
+from origamig.judge.check import check, check_counters
 from tests.builders import A30, A100, at, datacenter, pm, vm
 from tests.strategies import datacenters, first_fit_placement, vm_specs
 

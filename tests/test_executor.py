@@ -1,7 +1,7 @@
 """Migration executor (docs/policies.md#executor, paper §5.4): hand-made cycles, Fig. 1(c), and random
 (current, target) pairs.
 
-Every plan is judged twice, independently of the executor: by `origamig.replay` (docs/formats.md#replay
+Every plan is judged twice, independently of the executor: by `origamig.judge.replay` (docs/formats.md#replay
 semantics step by step) and by `check.check_placement` at the fullest moment of each VM step (the VM at its
 new place while still holding its old one). "Step" in the size bound = one migrate/start op with
 its create_gi/destroy_gi ops, so a plan has exactly (moved VMs + parking moves) steps.
@@ -17,12 +17,12 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from origamig.check import check_counters, check_placement
-from origamig.datacenter import DataCenter
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
 from origamig.errors import PlacementError, UserError
-from origamig.executor import Infeasible, Plan, plan_migrations
-from origamig.records import GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
-from origamig.replay import replay_plan
+from origamig.judge.check import check_counters, check_placement
+from origamig.judge.replay import replay_plan
+from origamig.plan.executor import Infeasible, Plan, plan_migrations
 from tests.builders import A30, A100, at, datacenter, model, pm, vm
 from tests.strategies import pm_lists
 

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from origamig.call.neighborhood import derived_bounds
 from origamig.errors import UserError
-from origamig.neighborhood import derived_bounds
 from origamig.sim.fleet import Fleet, FleetError, PmKind, load_fleet
 from origamig.sim.scenario import SimConfig, build_pms, requests_for, validate, workload_spec
 from origamig.sim.workload import generate
@@ -115,7 +115,7 @@ def test_derived_bounds_keep_the_papers_neighborhood_in_gpus() -> None:
 
 
 def test_simulate_passes_derived_bounds_unless_set() -> None:
-    from origamig.sim.runner import make_run_policy
+    from origamig.study.runner import make_run_policy
 
     fleet = load_fleet(FLEETS / "h100-8x.toml")
     config = SimConfig(fleet=fleet, pms=12)

@@ -2,8 +2,8 @@
 
 Random data centers of two or three 8-GPU servers (H100-80GB, A100-80GB and H200 GPUs, mixed within a
 server too) and random request streams run through FF, MFI, TC and OrigaMIG (deterministic, a small node
-budget, the bounds `simulate` derives for 8-GPU servers). The engine asks `origamig.check` after every
-event (`debug_check`), and every plan a policy hands over is replayed step by step by `origamig.replay`
+budget, the bounds `simulate` derives for 8-GPU servers). The engine asks `origamig.judge.check` after every
+event (`debug_check`), and every plan a policy hands over is replayed step by step by `origamig.judge.replay`
 — which judges each intermediate state with the same checker — on the state the call started from.
 """
 
@@ -12,14 +12,14 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from origamig.catalog import default_catalog
-from origamig.neighborhood import derived_bounds
-from origamig.records import PmSpec, VmSpec, cores_to_m, gb_to_mb
-from origamig.replay import replay_plan
+from origamig.call.neighborhood import derived_bounds
+from origamig.cluster.catalog import default_catalog
+from origamig.cluster.records import PmSpec, VmSpec, cores_to_m, gb_to_mb
+from origamig.judge.replay import replay_plan
 from origamig.sim.engine import Simulation
-from origamig.sim.runner import make_run_policy
 from origamig.sim.scenario import SimConfig
 from origamig.sim.workload import HOUR, Request
+from origamig.study.runner import make_run_policy
 
 MODELS = ("H100-80GB", "A100-80GB", "H200-141GB")
 HORIZON = 6 * HOUR

@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 from cli_helpers import run_main
 
-from origamig.catalog import default_catalog
-from origamig.check import check_placement
+from origamig.cluster.catalog import default_catalog
 from origamig.errors import SnapshotError
-from origamig.importer import (
+from origamig.judge.check import check_placement
+from origamig.snapshot.document import load_snapshot, parse_snapshot
+from origamig.snapshot.importer import (
     HostState,
     ImportOptions,
     build_entries,
@@ -25,7 +26,6 @@ from origamig.importer import (
     parse_checkpoint,
     parse_lgi,
 )
-from origamig.snapshot import load_snapshot, parse_snapshot
 
 DATA = Path(__file__).resolve().parent / "data" / "mig"
 CAT = default_catalog()

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from origamig.errors import SnapshotError
-from origamig.importer import parse_lgi
+from origamig.snapshot.importer import parse_lgi
 
 DATA = Path(__file__).resolve().parent / "data" / "mig"
 A100_LGI = (DATA / "a100-lgi.txt").read_text()

@@ -1,5 +1,5 @@
-"""MIG slice algebra (`origamig.mig`) against docs/model.md#domain, paper Table 3 and brute force over plain
-sets."""
+"""MIG slice algebra (`origamig.cluster.mig`) against docs/model.md#domain, paper Table 3 and brute
+force over plain sets."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from origamig.catalog import GpuModel, Profile, default_catalog
+from origamig.cluster.catalog import GpuModel, Profile, default_catalog
+from origamig.cluster.mig import GpuConfig, geometry
 from origamig.errors import PlacementError
-from origamig.mig import GpuConfig, geometry
 from tests.builders import A30, A100, config, model
 from tests.strategies import gpu_configs
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from origamig.objective import evaluate, evaluate_dc
-from origamig.records import Weights
+from origamig.cluster.records import Weights
+from origamig.judge.objective import evaluate, evaluate_dc
 from tests.builders import A30, A100, at, datacenter, pm, vm
 
 W = Weights()  # paper §6.1: a=100, b=50, e=20, w=1, δ=10

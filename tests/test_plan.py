@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from origamig.datacenter import DataCenter
-from origamig.executor import Plan, plan_migrations
-from origamig.plan import (
+from origamig.cluster.datacenter import DataCenter
+from origamig.plan.executor import Plan, plan_migrations
+from origamig.plan.render import plan_table, render_shell
+from origamig.plan.steps import (
     CreateGi,
     DestroyGi,
     Migrate,
@@ -25,7 +26,6 @@ from origamig.plan import (
     move_bytes,
     transfer_seconds,
 )
-from origamig.plan_render import plan_table, render_shell
 from tests.builders import A100, at, datacenter, pm, vm
 
 SH = shutil.which("sh")

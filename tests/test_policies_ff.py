@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from builders import A30, at, datacenter, pm, vm
 
+from origamig.cluster.records import GiSlot, Placement
 from origamig.policies.arrival_rule import first_fit, gi_order
 from origamig.policies.base import Placed, Rejection, make_policy
-from origamig.records import GiSlot, Placement
 
 
 def _scenario():

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from builders import at, datacenter, model, pm, profile, vm
 
-from origamig.mig import geometry
+from origamig.cluster.mig import geometry
+from origamig.cluster.records import GiSlot, Placement
 from origamig.policies.base import Placed, make_policy
 from origamig.policies.mfi import fragmentation, fragmentation_increase, least_increase
-from origamig.records import GiSlot, Placement
 
 
 def test_fragmentation_of_hand_made_configurations():

@@ -10,12 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from origamig.bilp import Limits, solve_region
-from origamig.catalog import default_catalog
-from origamig.check import check
-from origamig.datacenter import DataCenter
-from origamig.decision import Decision, Status, parking_cost, referee
-from origamig.errors import UserError
-from origamig.neighborhood import (
+from origamig.call.decision import Decision, Status, parking_cost, referee
+from origamig.call.neighborhood import (
     FILL,
     SOURCES,
     Bounds,
@@ -24,12 +20,16 @@ from origamig.neighborhood import (
     select_consolidation,
     source_worth_emptying,
 )
-from origamig.objective import evaluate
-from origamig.plan import MoveRecord, Plan, PlanCost
+from origamig.cluster.catalog import default_catalog
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import GiSlot, Placement, PmSpec, VmSpec, Weights, cores_to_m, gb_to_mb
+from origamig.errors import UserError
+from origamig.judge.check import check
+from origamig.judge.objective import evaluate
+from origamig.plan.steps import MoveRecord, Plan, PlanCost
 from origamig.policies.arrival_rule import first_fit
 from origamig.policies.base import Deferred, Placed, Rejection, make_policy
 from origamig.policies.optimizer.policy import run_call
-from origamig.records import GiSlot, Placement, PmSpec, VmSpec, Weights, cores_to_m, gb_to_mb
 
 CAT = default_catalog()
 A100 = CAT.gpu("A100-40GB")

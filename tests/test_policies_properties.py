@@ -13,14 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import gpu_models, pm_lists, vm_specs
 
-from origamig.check import check, check_counters, check_placement
-from origamig.datacenter import DataCenter
-from origamig.mig import geometry
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.mig import geometry
+from origamig.cluster.records import GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
+from origamig.judge.check import check, check_counters, check_placement
 from origamig.policies.arrival_rule import gi_order
 from origamig.policies.base import Deferred, Placed, Rejection, make_policy
-from origamig.policies.tc_compaction import CompactionState, compact, compact_class
-from origamig.policies.tc_rule import tc_place
-from origamig.records import GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
+from origamig.policies.tc.compaction import CompactionState, compact, compact_class
+from origamig.policies.tc.rule import tc_place
 
 POLICIES = [("ff", {}), ("mfi", {}), ("tc", {}), ("tc", {"tc_rule": "literal"})]
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import pytest
 from builders import at, datacenter, pm, vm
 
-from origamig.check import check_placement
+from origamig.cluster.records import GiSlot, Placement
 from origamig.errors import UserError
+from origamig.judge.check import check_placement
 from origamig.policies.base import Placed, make_policy
-from origamig.policies.tc_compaction import CompactionState, compact
-from origamig.records import GiSlot, Placement
+from origamig.policies.tc.compaction import CompactionState, compact
 
 
 def test_arrival_goes_to_the_fullest_gpu_at_the_default_start():

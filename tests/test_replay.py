@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-import origamig.replay
-from origamig.datacenter import DataCenter
-from origamig.executor import Plan, plan_migrations
-from origamig.records import Placement
-from origamig.replay import replay_plan
+import origamig.judge.replay
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import Placement
+from origamig.judge.replay import replay_plan
+from origamig.plan.executor import Plan, plan_migrations
 from tests.builders import A30, A100, at, datacenter, pm, vm
 
 
@@ -190,7 +190,7 @@ def test_replay_accepts_step_records_and_does_not_mutate_inputs() -> None:
 
 
 def test_replay_does_not_import_the_executor_or_mig() -> None:
-    tree = ast.parse(inspect.getsource(origamig.replay))
+    tree = ast.parse(inspect.getsource(origamig.judge.replay))
     names = {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
     names |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert not {n for n in names if n.endswith(("executor", "mig"))}

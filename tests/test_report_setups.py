@@ -7,9 +7,9 @@ from pathlib import Path
 
 from cli_helpers import run_main
 
-from origamig.sim.aggregate import summarize
 from origamig.sim.metrics import METRIC_NAMES
-from origamig.sim.results import load_runs, runs_document
+from origamig.study.aggregate import summarize
+from origamig.study.results import load_runs, runs_document
 
 
 def run(policy: str, seed: int, pms: int, active: float, **config: object) -> dict:

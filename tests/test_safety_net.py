@@ -21,8 +21,8 @@ from bilp_instances import fragmented
 from origamig.bilp import build_model, compile_model, restrict
 from origamig.bilp.backends import base
 from origamig.bilp.backends.base import SAFETY_NET_S, Limits, get_backend, make_limits
+from origamig.cluster.records import Weights
 from origamig.policies.base import make_policy
-from origamig.records import Weights
 
 BACKENDS = ("highs", "cpsat")
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the child is forked on Linux")

@@ -8,8 +8,8 @@ import pytest
 
 from origamig.sim import engine
 from origamig.sim.engine import Checkpoint, Simulation, checkpoint_header
-from origamig.sim.runner import RunSpec, run_one
 from origamig.sim.scenario import SimConfig
+from origamig.study.runner import RunSpec, run_one
 
 H = 3600.0
 # 8 PMs at load 1.0 for 16 h: the data center fills, OrigaMIG makes calls (admission and consolidation).
@@ -84,7 +84,7 @@ def test_an_unreadable_checkpoint_is_not_resumed(tmp_path: Path) -> None:
 
 
 def test_a_checkpoint_written_by_other_code_is_not_resumed(tmp_path: Path, monkeypatch) -> None:
-    from origamig.sim import runner
+    from origamig.study import runner
 
     spec = RunSpec(TINY, "ff", 3, checkpoint=str(tmp_path / "run.ckpt"))
     before = spec.identity()
@@ -95,7 +95,7 @@ def test_a_checkpoint_written_by_other_code_is_not_resumed(tmp_path: Path, monke
 def test_runs_kept_in_a_folder_resume_after_a_kill_and_finished_ones_are_not_run_again(
     tmp_path: Path, monkeypatch
 ) -> None:
-    from origamig.sim import runner
+    from origamig.study import runner
 
     specs = [RunSpec(TINY, "ff", 3, checkpoint_every_s=0.0), RunSpec(TINY, "tc", 3, checkpoint_every_s=0.0)]
     plain = [comparable(run_one(RunSpec(s.config, s.policy, s.seed))) for s in specs]
@@ -135,7 +135,7 @@ def test_simulate_checkpoint_dir_gives_the_same_results_file_on_a_rerun(tmp_path
 
     from cli_helpers import run_main
 
-    from origamig.sim import runner
+    from origamig.study import runner
 
     args = ["simulate", "--policy", "ff,tc", "--pms", "8", "--seeds", "1,2"]
     args += ["--warmup", "4h", "--measure", "4h"]

@@ -7,10 +7,10 @@ from collections.abc import Callable
 
 import pytest
 
-from origamig.catalog import DEFAULT_PM_MODEL, default_catalog
-from origamig.datacenter import DataCenter
+from origamig.cluster.catalog import DEFAULT_PM_MODEL, default_catalog
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import GiSlot, Placement, PmSpec, VmSpec
 from origamig.policies.base import Deferred, Placed, Rejection, Work
-from origamig.records import GiSlot, Placement, PmSpec, VmSpec
 from origamig.sim.energy import PowerModel, gpu_power_w
 from origamig.sim.engine import Simulation, SimulationError
 from origamig.sim.workload import Request, vm_for

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from origamig.policies.base import policy_names
-from origamig.sim.aggregate import mean_ci, paired, summarize, t975
-from origamig.sim.runner import RunSpec, run_all, run_one
 from origamig.sim.scenario import SimConfig
+from origamig.study.aggregate import mean_ci, paired, summarize, t975
+from origamig.study.runner import RunSpec, run_all, run_one
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from paper_values import READING_FF_100_SEEDS
@@ -75,7 +75,7 @@ def test_dask_scheduler_runs_the_specs() -> None:
 
 def test_unknown_policy_and_bad_scheduler_are_user_errors(monkeypatch) -> None:
     from origamig.errors import UserError
-    from origamig.sim import runner
+    from origamig.study import runner
 
     monkeypatch.setattr(runner, "CONNECT_TIMEOUT", "1s")
     with pytest.raises(UserError, match="--policy: unknown policy 'nope'"):

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from origamig.check import check
 from origamig.errors import UserError
+from origamig.judge.check import check
 from origamig.sim.engine import Simulation
-from origamig.sim.runner import RunSpec, make_run_policy, run_one
 from origamig.sim.scenario import SimConfig, build_pms, requests_for, validate, workload_spec
 from origamig.sim.start import draw_lifetimes, load_start, start_state
 from origamig.sim.workload import HOUR, WorkloadSpec
-from origamig.snapshot import load_snapshot
+from origamig.snapshot.document import load_snapshot
+from origamig.study.runner import RunSpec, make_run_policy, run_one
 from tests.cli_helpers import run_main
 
 CLUSTER = Path(__file__).resolve().parent.parent / "examples" / "fleets" / "h100-cluster.json"

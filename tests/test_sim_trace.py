@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from origamig.catalog import default_catalog
+from origamig.cluster.catalog import default_catalog
 from origamig.errors import UserError
 from origamig.sim.scenario import SimConfig, build_pms, requests_for
 from origamig.sim.trace import ENV_VAR, POD_FILE, load_pods, map_pods, profile_for_share, schedule, trace_dir

@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from origamig.catalog import default_catalog
+from origamig.cluster.catalog import default_catalog
 from origamig.errors import UserError
 from origamig.sim.requests_file import read_requests, write_requests
 from origamig.sim.scenario import VARIANTS, SimConfig, build_pms, gpu_inventory, requests_for, workload_spec

@@ -10,10 +10,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from origamig.check import check_placement
+from origamig.cluster.records import GiSlot, Placement, Weights
 from origamig.errors import SnapshotError
-from origamig.records import GiSlot, Placement, Weights
-from origamig.snapshot import (
+from origamig.judge.check import check_placement
+from origamig.snapshot.document import (
     load_snapshot,
     parse_snapshot,
     read_json,

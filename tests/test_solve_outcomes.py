@@ -17,13 +17,13 @@ import pytest
 from cli_helpers import run_main
 from solve_schema import solve_document_validator
 
-import origamig.snapshot_solve as snapshot_solve
+import origamig.call.solve as snapshot_solve
 from origamig.bilp import Limits
 from origamig.bilp.backends.base import SOLUTION_FEASIBLE
-from origamig.decision import Status
-from origamig.plan_render import render_shell
-from origamig.snapshot import load_snapshot, parse_snapshot
-from origamig.snapshot_solve import solve_snapshot
+from origamig.call.decision import Status
+from origamig.call.solve import solve_snapshot
+from origamig.plan.render import render_shell
+from origamig.snapshot.document import load_snapshot, parse_snapshot
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 FIG1C = EXAMPLES / "fig1c-compaction.json"

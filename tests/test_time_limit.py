@@ -20,7 +20,7 @@ import pytest
 from origamig.bilp import build_model, compile_model, restrict
 from origamig.bilp.backends import base
 from origamig.bilp.backends.base import Limits, get_backend
-from origamig.snapshot import parse_snapshot
+from origamig.snapshot.document import parse_snapshot
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from stress_instances import h100_cluster

@@ -6,8 +6,8 @@ import json
 import math
 from pathlib import Path
 
-from origamig.sim.results import runs_document
-from origamig.sim.whatif import digits_for, markdown, sentence, what_ifs
+from origamig.study.results import runs_document
+from origamig.study.whatif import digits_for, markdown, sentence, what_ifs
 from tests.cli_helpers import run_main
 
 FLEET = {"name": "h100-8x", "kinds": []}

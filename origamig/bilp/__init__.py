@@ -18,9 +18,9 @@ from origamig.bilp.backends.base import Limits, SolveResult, available, get_back
 from origamig.bilp.compile import Compiled, compile_model, decode
 from origamig.bilp.model import BilpModel, build_model
 from origamig.bilp.restrict import Region, fixed_constant, restrict
-from origamig.datacenter import DataCenter
-from origamig.objective import evaluate
-from origamig.records import Placement, Weights
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import Placement, Weights
+from origamig.judge.objective import evaluate
 from origamig.solver_registry import backend_names
 
 __all__ = [

@@ -20,7 +20,7 @@ import pyomo.core as pyo  # not pyomo.environ: its solver/writer plugins cost ~0
 from pyomo.core.expr.numeric_expr import LinearExpression, MonomialTermExpression
 
 from origamig.bilp.model import BilpModel
-from origamig.records import GiSlot, Placement
+from origamig.cluster.records import GiSlot, Placement
 
 _MAX_SCALE_DIGITS = 6
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from origamig.catalog import GpuModel
-from origamig.mig import geometry
-from origamig.records import Weights
+from origamig.cluster.catalog import GpuModel
+from origamig.cluster.mig import geometry
+from origamig.cluster.records import Weights
 
 Slot = tuple[int, int]  # (profile index in its GPU model, start slice)
 

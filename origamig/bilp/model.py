@@ -53,8 +53,8 @@ from origamig.bilp.configurations import (
     usable_configurations,
 )
 from origamig.bilp.restrict import Region
-from origamig.catalog import GpuModel
-from origamig.records import Weights
+from origamig.cluster.catalog import GpuModel
+from origamig.cluster.records import Weights
 
 Gpu = tuple[int, int]  # (PM index, GPU index on it)
 

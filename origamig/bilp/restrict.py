@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from origamig.datacenter import DataCenter
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import Placement, PmSpec, VmSpec, Weights
 from origamig.errors import PlacementError
-from origamig.objective import Objective, evaluate
-from origamig.records import Placement, PmSpec, VmSpec, Weights
+from origamig.judge.objective import Objective, evaluate
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from origamig.datacenter import DataCenter
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import NO_GPU_CLASS, Weights
 from origamig.errors import UserError
-from origamig.fit import no_fit_reason
-from origamig.objective import evaluate_dc
-from origamig.records import NO_GPU_CLASS, Weights
-from origamig.snapshot import Snapshot, load_snapshot
+from origamig.judge.fit import no_fit_reason
+from origamig.judge.objective import evaluate_dc
+from origamig.snapshot.document import Snapshot, load_snapshot
 
 
 def summarize(dc: DataCenter) -> dict[str, Any]:

@@ -16,10 +16,10 @@ from typing import Annotated, Any
 
 import typer
 
+from origamig.cluster.records import GiSlot, Placement
 from origamig.errors import SnapshotError
-from origamig.records import GiSlot, Placement
-from origamig.replay import malformed_steps, replay_plan
-from origamig.snapshot import Snapshot, load_snapshot, placement_json, read_json, show
+from origamig.judge.replay import malformed_steps, replay_plan
+from origamig.snapshot.document import Snapshot, load_snapshot, placement_json, read_json, show
 
 
 def _steps_and_target(doc: Any, path: Path, snap: Snapshot) -> tuple[list[Any], dict[str, Placement] | None]:

@@ -9,8 +9,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from origamig.catalog import default_catalog
-from origamig.configspace import Analysis, analyze
+from origamig.cluster.catalog import default_catalog
+from origamig.cluster.configspace import Analysis, analyze
 
 ALL = "all"
 

@@ -9,10 +9,17 @@ from typing import Annotated
 
 import typer
 
-from origamig.catalog import default_catalog
+from origamig.cluster.catalog import default_catalog
 from origamig.errors import SnapshotError
-from origamig.importer import HostState, ImportOptions, build_entries, merge, parse_checkpoint, parse_lgi
-from origamig.snapshot import parse_snapshot, read_json, write_json_atomic
+from origamig.snapshot.document import parse_snapshot, read_json, write_json_atomic
+from origamig.snapshot.importer import (
+    HostState,
+    ImportOptions,
+    build_entries,
+    merge,
+    parse_checkpoint,
+    parse_lgi,
+)
 
 
 def _pairs(values: list[str], flag: str) -> list[tuple[str, Path]]:

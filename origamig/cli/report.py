@@ -10,8 +10,8 @@ import typer
 
 from origamig.cli.simulate import COLUMNS, format_stat
 from origamig.errors import UserError
-from origamig.sim.aggregate import setup_labels
-from origamig.sim.results import load_runs, runs_document
+from origamig.study.aggregate import setup_labels
+from origamig.study.results import load_runs, runs_document
 
 # (panel title, metric, scale) — Fig. 4 of the paper.
 PANELS: tuple[tuple[str, str, float], ...] = (
@@ -142,7 +142,7 @@ def report(
     with --what-if, the savings of each policy against the baseline on each fleet instead."""
     doc = runs_document(load_runs(results), baseline)
     if what_if:
-        from origamig.sim import whatif
+        from origamig.study import whatif
 
         scenarios = whatif.what_ifs(doc)
         png = png or Path("whatif.png")

@@ -16,13 +16,13 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from origamig.errors import UserError
-from origamig.json_text import MAX_DEPTH, nesting_depth
+from origamig.files import MAX_DEPTH, nesting_depth
 from origamig.policies.base import policy_factory
-from origamig.sim.results import document
-from origamig.sim.runner import RunSpec, kept_result, kept_run_path, run_all
 from origamig.sim.scenario import VARIANTS, SimConfig, validate
-from origamig.snapshot import write_json_atomic
+from origamig.snapshot.document import write_json_atomic
 from origamig.solver_registry import DEFAULT_BACKEND, backend_names
+from origamig.study.results import document
+from origamig.study.runner import RunSpec, kept_result, kept_run_path, run_all
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -206,7 +206,7 @@ def simulate(
     ] = None,
     baseline: Annotated[str | None, typer.Option("--baseline", help="Policy for paired differences.")] = None,
     debug_check: Annotated[
-        bool, typer.Option("--debug-check", help="Check every state with origamig.check (slow).")
+        bool, typer.Option("--debug-check", help="Check every state with origamig.judge.check (slow).")
     ] = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the results JSON instead of a table.")

@@ -16,16 +16,16 @@ import typer
 from rich.table import Table
 
 from origamig.cli.check import summarize, wide_console
-from origamig.datacenter import DataCenter
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import Weights
 from origamig.errors import UserError
-from origamig.objective import Objective
-from origamig.plan_render import plan_table, render_shell
-from origamig.records import Weights
-from origamig.snapshot import Snapshot, load_snapshot, write_json_atomic, write_text_atomic
+from origamig.judge.objective import Objective
+from origamig.plan.render import plan_table, render_shell
+from origamig.snapshot.document import Snapshot, load_snapshot, write_json_atomic, write_text_atomic
 from origamig.solver_registry import DEFAULT_BACKEND, backend_names
 
 if TYPE_CHECKING:
-    from origamig.snapshot_solve import Outcome
+    from origamig.call.solve import Outcome
 
 
 SolverName = StrEnum("SolverName", {name: name for name in backend_names()})  # type: ignore[misc]
@@ -115,7 +115,7 @@ def solve(
     migration order; 2 bad input. With 3, 4 and 5 the state stays as it is (--out writes it).
     """
     from origamig.bilp.backends.base import make_limits  # the solvers load only when a solve runs
-    from origamig.snapshot_solve import output_document, solve_snapshot
+    from origamig.call.solve import output_document, solve_snapshot
 
     snap = load_snapshot(snapshot)
     overrides = {"accept": accept, "pm": pm, "gpu": gpu, "free_start": free_start, "migration": migration}

@@ -6,9 +6,9 @@ answer into the Protocol's decisions and counts admissions and rejections.
 
 from __future__ import annotations
 
-from origamig.datacenter import DataCenter
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import Placement, VmSpec
 from origamig.policies.base import ArrivalDecision, Placed, Rejection, Work
-from origamig.records import Placement, VmSpec
 
 
 class ArrivalOnlyPolicy:

@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from origamig.catalog import GpuModel, Profile
-from origamig.datacenter import DataCenter
+from origamig.cluster.catalog import GpuModel, Profile
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import MILLI, NO_GPU_CLASS, GiSlot, Placement, PmSpec, VmSpec
 from origamig.policies.base import Rejection
-from origamig.records import MILLI, NO_GPU_CLASS, GiSlot, Placement, PmSpec, VmSpec
 
 PmFit = Callable[[DataCenter, int, VmSpec, tuple[int, ...]], "tuple[Any, Placement] | None"]
 

@@ -24,12 +24,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from origamig.datacenter import DataCenter
-from origamig.records import Placement, VmSpec
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import Placement, VmSpec
 
 if TYPE_CHECKING:
-    from origamig.decision import Status
-    from origamig.plan import Plan
+    from origamig.call.decision import Status
+    from origamig.plan.steps import Plan
 
 
 @dataclass(frozen=True)
@@ -192,4 +192,9 @@ def _load_builtin(name: str | None = None) -> None:
 
 # Built-in policies: registry name → module (under origamig.policies) whose import registers it.
 # Imported lazily, so that a run of FF does not pay for importing the BILP stack.
-BUILTIN_POLICIES: dict[str, str] = {"ff": "ff", "mfi": "mfi", "tc": "tc", "origamig": "optimizer.policy"}
+BUILTIN_POLICIES: dict[str, str] = {
+    "ff": "ff",
+    "mfi": "mfi",
+    "tc": "tc.policy",
+    "origamig": "optimizer.policy",
+}

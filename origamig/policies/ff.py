@@ -9,11 +9,11 @@ Complexity: O(|M| · |GIs| · |K_j|) table lookups per arrival. No periodic work
 
 from __future__ import annotations
 
-from origamig.datacenter import DataCenter
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import Placement, VmSpec
 from origamig.policies.arrival_only import ArrivalOnlyPolicy
 from origamig.policies.arrival_rule import first_fit
 from origamig.policies.base import Rejection, register
-from origamig.records import Placement, VmSpec
 
 
 @register("ff")

@@ -16,13 +16,13 @@ arrival is O(|M| · |GIs| · |K_j|) lookups, like FF. No periodic work, no migra
 
 from __future__ import annotations
 
-from origamig.catalog import Profile
-from origamig.datacenter import DataCenter
-from origamig.mig import Geometry
+from origamig.cluster.catalog import Profile
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.mig import Geometry
+from origamig.cluster.records import GiSlot, Placement, VmSpec
 from origamig.policies.arrival_only import ArrivalOnlyPolicy
 from origamig.policies.arrival_rule import choose_pm, class_gpus, profile_on
 from origamig.policies.base import Rejection, register
-from origamig.records import GiSlot, Placement, VmSpec
 
 
 def fragmentation(geo: Geometry, occ: int) -> int:

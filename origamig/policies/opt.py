@@ -8,8 +8,8 @@ reach from that state (an upper bound on Eq. 5) and is used by the optimality-ga
 from __future__ import annotations
 
 from origamig.bilp import Limits, RegionSolution, solve_region
-from origamig.datacenter import DataCenter
-from origamig.records import Weights
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import Weights
 
 
 def solve_opt(

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from origamig.catalog import Catalog, PmModel, default_catalog
-from origamig.datacenter import DataCenter
-from origamig.records import PmSpec
+from origamig.cluster.catalog import Catalog, PmModel, default_catalog
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import PmSpec
 
 
 def gpu_power_w(idle_w: float, max_w: float, used_compute: int, compute_slices: int) -> float:

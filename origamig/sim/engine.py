@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from origamig.check import check, check_counters
-from origamig.datacenter import DataCenter
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import Placement, PmSpec
+from origamig.judge.check import check, check_counters
 from origamig.policies.base import Deferred, Placed, Policy, Work
-from origamig.records import Placement, PmSpec
 from origamig.sim.energy import PowerModel
 from origamig.sim.events import ARRIVAL, CALL_END, CHECK, DEPARTURE, EventQueue
 from origamig.sim.metrics import Recorder

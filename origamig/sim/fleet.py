@@ -39,9 +39,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from origamig.catalog import DEFAULT_PM_MODEL, Catalog, default_catalog
+from origamig.cluster.catalog import DEFAULT_PM_MODEL, Catalog, default_catalog
+from origamig.cluster.records import PmSpec, cores_to_m, gb_to_mb
 from origamig.errors import UserError
-from origamig.records import PmSpec, cores_to_m, gb_to_mb
 from origamig.sim.workload import WorkloadSpec
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")

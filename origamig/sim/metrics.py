@@ -25,7 +25,7 @@ import math
 import statistics
 from collections.abc import Iterable
 
-from origamig.datacenter import DataCenter
+from origamig.cluster.datacenter import DataCenter
 from origamig.sim.energy import PowerModel
 
 METRIC_NAMES: tuple[str, ...] = (

@@ -24,10 +24,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from origamig.catalog import Catalog
+from origamig.cluster.catalog import Catalog
+from origamig.cluster.records import VmSpec, cores_to_m, gb_to_mb
 from origamig.errors import UserError
-from origamig.json_text import parse_json_text
-from origamig.records import VmSpec, cores_to_m, gb_to_mb
+from origamig.files import parse_json_text
 from origamig.sim.workload import Request, vm_for
 
 

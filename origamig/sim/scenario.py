@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from origamig.catalog import DEFAULT_PM_MODEL, Catalog, GpuModel, default_catalog
+from origamig.cluster.catalog import DEFAULT_PM_MODEL, Catalog, GpuModel, default_catalog
+from origamig.cluster.records import PmSpec, cores_to_m, gb_to_mb
 from origamig.errors import UserError
-from origamig.records import PmSpec, cores_to_m, gb_to_mb
 from origamig.sim.fleet import Fleet
 from origamig.sim.trace import trace_dir, trace_requests
 from origamig.sim.workload import HOUR, Request, WorkloadSpec, generate

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
+from origamig.cluster.records import Placement, PmSpec
 from origamig.errors import SnapshotError, UserError
-from origamig.records import Placement, PmSpec
 from origamig.sim.workload import HOUR, Request, WorkloadSpec
-from origamig.snapshot import Snapshot, load_snapshot
+from origamig.snapshot.document import Snapshot, load_snapshot
 
 LIFETIME_STREAM = 0x5748  # second entropy word of the lifetimes' random stream (any fixed number)
 

@@ -28,9 +28,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from origamig.catalog import GpuModel, Profile
+from origamig.cluster.catalog import GpuModel, Profile
+from origamig.cluster.records import PmSpec
 from origamig.errors import UserError
-from origamig.records import PmSpec
 from origamig.sim.workload import Request, WorkloadSpec, vm_for
 
 POD_FILE = "openb_pod_list_default.csv"

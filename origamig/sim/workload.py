@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from origamig.catalog import GpuModel, Profile
-from origamig.records import VmSpec, cores_to_m, gb_to_mb
+from origamig.cluster.catalog import GpuModel, Profile
+from origamig.cluster.records import VmSpec, cores_to_m, gb_to_mb
 
 HOUR = 3600.0
 

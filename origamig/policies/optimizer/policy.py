@@ -24,10 +24,8 @@ from dataclasses import replace
 from typing import Any
 
 from origamig.bilp.backends.base import SAFETY_NET_S, Limits, make_limits
-from origamig.datacenter import DataCenter
-from origamig.decision import decide
-from origamig.errors import UserError
-from origamig.neighborhood import (
+from origamig.call.decision import decide
+from origamig.call.neighborhood import (
     CONSOLIDATION_READINGS,
     FILL,
     Bound,
@@ -37,11 +35,13 @@ from origamig.neighborhood import (
     select_consolidation,
     select_random,
 )
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import VmSpec, Weights
+from origamig.errors import UserError
 from origamig.policies.arrival_rule import choose_pm, first_fit
 from origamig.policies.base import ArrivalDecision, CallStats, Deferred, Placed, Rejection, Work, register
 from origamig.policies.optimizer.triggers import Triggers
-from origamig.policies.tc_rule import tc_fit_on_pm
-from origamig.records import VmSpec, Weights
+from origamig.policies.tc.rule import tc_fit_on_pm
 from origamig.solver_registry import backend_names
 
 # How arrivals are placed at once: "tc" (TC's best fit by joint GPU utilization, the default: fewer

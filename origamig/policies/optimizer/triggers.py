@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from origamig.datacenter import DataCenter
+from origamig.cluster.datacenter import DataCenter
 
 
 @dataclass

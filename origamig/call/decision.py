@@ -25,11 +25,11 @@ from enum import StrEnum
 
 from origamig.bilp import Limits, RegionSolution, solve_region
 from origamig.bilp.backends.base import ERROR, INFEASIBLE
-from origamig.datacenter import DataCenter
-from origamig.executor import plan_migrations
-from origamig.objective import Objective, evaluate
-from origamig.plan import Infeasible, Plan
-from origamig.records import Placement, VmSpec, Weights
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import Placement, VmSpec, Weights
+from origamig.judge.objective import Objective, evaluate
+from origamig.plan.executor import plan_migrations
+from origamig.plan.steps import Infeasible, Plan
 
 STRICTLY_BETTER = 1e-6  # the gain in Eq. (5) units a plan must exceed to be applied
 

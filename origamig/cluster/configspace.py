@@ -19,8 +19,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from origamig.catalog import GpuModel
-from origamig.mig import GpuConfig, geometry
+from origamig.cluster.catalog import GpuModel
+from origamig.cluster.mig import GpuConfig, geometry
 
 Counts = tuple[int, ...]  # a multiset of profiles: how many GIs of each profile (model order)
 Capacity = tuple[int, ...]  # |S(F,p)| per profile (model order); its sum is CF

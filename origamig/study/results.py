@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from origamig.errors import UserError
-from origamig.json_text import parse_json_text
-from origamig.sim.aggregate import paired, setup_of, summarize
+from origamig.files import parse_json_text
 from origamig.sim.engine import RunResult
+from origamig.study.aggregate import paired, setup_of, summarize
 
 VERSION = 1
 

@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import origamig
-from origamig.catalog import default_catalog, models_dir
+from origamig.call.neighborhood import derived_bounds
+from origamig.cluster.catalog import default_catalog, models_dir
 from origamig.errors import UserError
-from origamig.neighborhood import derived_bounds
 from origamig.policies import base as policy_base
 from origamig.sim.engine import CHECKPOINT_EVERY_S, Checkpoint, Progress, RunResult, Simulation
 from origamig.sim.scenario import SimConfig, build_pms, requests_for, validate, workload_spec
-from origamig.snapshot import write_json_atomic
+from origamig.snapshot.document import write_json_atomic
 
 CONNECT_TIMEOUT = "10s"  # how long `--scheduler` waits for the Dask scheduler
 

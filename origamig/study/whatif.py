@@ -327,9 +327,9 @@ def run_policy(
     """Simulate `policy` on a fleet file or from a snapshot (or the paper's data center), as
     `origamig simulate` does; `options` are the policy's (e.g. `work_limit=100` for OrigaMIG)."""
     from origamig.sim.fleet import load_fleet
-    from origamig.sim.runner import RunSpec, run_all
     from origamig.sim.scenario import SimConfig
     from origamig.sim.start import load_start
+    from origamig.study.runner import RunSpec, run_all
 
     hardware: dict[str, Any] = {}
     if snapshot is not None:

@@ -22,9 +22,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from origamig.catalog import Catalog, GpuModel, Profile
+from origamig.cluster.catalog import Catalog, GpuModel, Profile
 from origamig.errors import SnapshotError
-from origamig.snapshot import SNAPSHOT_VERSION, show
+from origamig.snapshot.document import SNAPSHOT_VERSION, show
 
 _ROW = re.compile(r"^\|?\s*(\d+)\s+MIG\s+(\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s*:\s*(\d+)\s*\|?\s*$")
 _VARIANT = re.compile(r"(\+me\.all|\+me|\+gfx|-me)$")

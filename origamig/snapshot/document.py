@@ -29,12 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from origamig.catalog import Catalog, GpuModel, default_catalog
-from origamig.datacenter import DataCenter
+from origamig.cluster.catalog import Catalog, GpuModel, default_catalog
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import Placement, PmSpec, VmSpec, Weights
 from origamig.errors import SnapshotError
-from origamig.json_text import parse_json_text
-from origamig.records import Placement, PmSpec, VmSpec, Weights
-from origamig.snapshot_reader import SNAPSHOT_VERSION, read_document, show
+from origamig.files import parse_json_text
+from origamig.snapshot.reader import SNAPSHOT_VERSION, read_document, show
 
 __all__ = [
     "SNAPSHOT_VERSION",

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from origamig.catalog import GpuModel, Profile
-from origamig.records import PmSpec, VmSpec
+from origamig.cluster.catalog import GpuModel, Profile
+from origamig.cluster.records import PmSpec, VmSpec
 
 
 def fits_empty(pm: PmSpec, vm: VmSpec) -> bool:

@@ -32,10 +32,11 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from origamig.catalog import Profile
-from origamig.datacenter import DataCenter
+from origamig.cluster.catalog import Profile
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import GiSlot, Placement, VmSpec
 from origamig.errors import PlacementError, UserError
-from origamig.plan import (
+from origamig.plan.steps import (
     DEFAULT_BANDWIDTH_GBIT_S,
     CreateGi,
     DestroyGi,
@@ -51,7 +52,6 @@ from origamig.plan import (
     move_bytes,
     transfer_seconds,
 )
-from origamig.records import GiSlot, Placement, VmSpec
 
 __all__ = ["Infeasible", "Plan", "plan_migrations"]
 

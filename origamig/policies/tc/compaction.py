@@ -4,7 +4,7 @@ Per class, once per period:
 1. The active GPUs of the class, least utilized first: joint utilization (s_m+s_c)/(S_m+S_c) at the
    start of the compaction, ties by lowest (pm, gpu).
 2. A GPU is vacated when every VM with a GI on it can be re-placed by TC's placement rule
-   (`tc_rule.tc_place`) on the *other active GPUs* of the class. A VM moves as a whole, CPU/RAM too: all
+   (`rule.tc_place`) on the *other active GPUs* of the class. A VM moves as a whole, CPU/RAM too: all
    its GIs are re-placed (a GI it has on another GPU leaves that GPU, which counts as vacated if it
    empties), largest VM first (memory, then compute slices, then id).
 3. Moves use only resources free before the compaction: slices free then and not yet claimed, and,
@@ -25,7 +25,7 @@ it near O(A · V · candidates): per class, bit sets over its GPUs (those that m
 profile those with room for it) let the rule score only PMs where the VM's largest GI fits, and a
 vacate first checks that condition for all its VMs before moving any (most attempts fail there).
 Neither changes a decision: both skip only what the rule would reject. The journal and the bit sets
-are `tc_bookkeeping.py`; this module is the rule.
+are `bookkeeping.py`; this module is the rule.
 """
 
 from __future__ import annotations
@@ -34,11 +34,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from origamig.datacenter import DataCenter
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import Placement, VmSpec
 from origamig.policies.arrival_rule import class_gpus, gi_order, profile_on
-from origamig.policies.tc_bookkeeping import ClassLayout, Gpu, GpuIndex, UndoJournal
-from origamig.policies.tc_rule import tc_place
-from origamig.records import Placement, VmSpec
+from origamig.policies.tc.bookkeeping import ClassLayout, Gpu, GpuIndex, UndoJournal
+from origamig.policies.tc.rule import tc_place
 
 RULES = ("default", "literal")
 

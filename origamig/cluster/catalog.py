@@ -125,10 +125,11 @@ DEFAULT_PM_MODEL = "DL380-Gen10Plus-2x8380"
 
 def models_dir() -> Path:
     """Where the catalog lives: shipped inside the wheel, or `models/` of a source checkout."""
-    packaged = Path(__file__).parent / "models"
+    package = Path(__file__).resolve().parent.parent
+    packaged = package / "models"
     if packaged.is_dir():
         return packaged
-    return Path(__file__).resolve().parent.parent / "models"
+    return package.parent / "models"
 
 
 class _Fields:

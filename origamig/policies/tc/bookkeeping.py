@@ -1,4 +1,4 @@
-"""The bookkeeping under TC's compaction (`tc_compaction.py`): an undo journal and a bit-set index.
+"""The bookkeeping under TC's compaction (`compaction.py`): an undo journal and a bit-set index.
 
 Neither decides anything. The journal lets a failed vacate or trial be rolled back without copying
 the state; the index lets TC's rule skip the PMs it would reject anyway. Both are exact: a rollback
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from origamig.datacenter import DataCenter
-from origamig.mig import Geometry
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.mig import Geometry
 
 Gpu = tuple[int, int]  # (pm, gpu index)
 ClassLayout = dict[

@@ -1,4 +1,4 @@
-"""Migration plans (docs/formats.md#plan): their steps, cost and JSON (`plan_render.py` draws them).
+"""Migration plans (docs/formats.md#plan): their steps, cost and JSON (`render.py` draws them).
 
 A plan is a list of steps run strictly in order. Each step is one frozen record whose `to_dict()` is
 exactly the JSON object of docs/formats.md#plan (`{"op": "migrate", "vm": .., "from": .., "to": ..}`, plus
@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from origamig.records import Placement, VmSpec
+from origamig.cluster.records import Placement, VmSpec
 
 DEFAULT_BANDWIDTH_GBIT_S = 12.5  # half of a 25 Gbit/s link (docs/policies.md#executor)
 

@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from origamig.datacenter import DataCenter
-from origamig.plan import CreateGi, Migrate, Plan, PowerOff, Start
-from origamig.records import GiSlot, Placement, VmSpec
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import GiSlot, Placement, VmSpec
+from origamig.plan.steps import CreateGi, Migrate, Plan, PowerOff, Start
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,11 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from origamig.catalog import Profile
-from origamig.datacenter import DataCenter
-from origamig.mig import Geometry
+from origamig.cluster.catalog import Profile
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.mig import Geometry
+from origamig.cluster.records import GiSlot, Placement, VmSpec
 from origamig.policies.arrival_rule import class_gpus, profile_on
-from origamig.records import GiSlot, Placement, VmSpec
 
 
 def joint_utilization(geo: Geometry, used_m: int, used_c: int) -> float:

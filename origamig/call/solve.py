@@ -17,17 +17,17 @@ from typing import Any
 
 from origamig.bilp import Limits, RegionSolution, SolveResult
 from origamig.bilp.backends.base import GAP_LIMIT, GUARD_KILLED, INTERRUPTED, TIME_LIMIT, WORK_LIMIT
-from origamig.check import check_placement
-from origamig.datacenter import DataCenter
-from origamig.decision import Decision, Status, decide
+from origamig.call.decision import Decision, Status, decide
+from origamig.call.neighborhood import Bounds, derived_bounds, select_admission, select_consolidation
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import Placement, PmSpec, Weights
 from origamig.errors import UserError
-from origamig.fit import no_fit_reason
-from origamig.neighborhood import Bounds, derived_bounds, select_admission, select_consolidation
-from origamig.objective import Objective, evaluate
-from origamig.plan import Plan, PowerOff
-from origamig.plan_explain import MoveNote, explain
-from origamig.records import Placement, PmSpec, Weights
-from origamig.snapshot import Snapshot, placement_json, snapshot_document
+from origamig.judge.check import check_placement
+from origamig.judge.fit import no_fit_reason
+from origamig.judge.objective import Objective, evaluate
+from origamig.plan.explain import MoveNote, explain
+from origamig.plan.steps import Plan, PowerOff
+from origamig.snapshot.document import Snapshot, placement_json, snapshot_document
 
 
 class NeighborhoodError(UserError):

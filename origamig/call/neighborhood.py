@@ -28,8 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from origamig.datacenter import DataCenter
-from origamig.records import NO_GPU_CLASS, PmSpec, VmSpec, Weights
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import NO_GPU_CLASS, PmSpec, VmSpec, Weights
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from origamig.catalog import DEFAULT_PM_MODEL, GpuModel, Profile
+from origamig.cluster.catalog import DEFAULT_PM_MODEL, GpuModel, Profile
 
 NO_GPU_CLASS = "none"  # the class of the PMs without GPUs (paper Eq. 18)
 

@@ -15,10 +15,10 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from origamig.catalog import GpuModel
+from origamig.cluster.catalog import GpuModel
+from origamig.cluster.mig import Geometry, geometry
+from origamig.cluster.records import NO_GPU_CLASS, Placement, PmSpec, VmSpec
 from origamig.errors import PlacementError
-from origamig.mig import Geometry, geometry
-from origamig.records import NO_GPU_CLASS, Placement, PmSpec, VmSpec
 
 
 @dataclass

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from origamig.catalog import GpuModel, Profile
+from origamig.cluster.catalog import GpuModel, Profile
 from origamig.errors import PlacementError
 
 

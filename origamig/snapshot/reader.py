@@ -1,7 +1,7 @@
 """Reading a snapshot document into records, with every problem collected by JSON path.
 
-Used by `origamig.snapshot`; see that module for the format. Fields are read with the toolkit of
-`snapshot_fields.py`; the placement constraints (GPU, class, permitted start, overlap, CPU/RAM,
+Used by `origamig.snapshot.document`; see that module for the format. Fields are read with the toolkit of
+`fields.py`; the placement constraints (GPU, class, permitted start, overlap, CPU/RAM,
 powered-off PM) are judged by the rules of `check.py` and said here with the snapshot's paths and
 values. Each problem is one line `<json path>: <problem with the value>`; nothing stops at the first
 problem, and a record whose fields are wrong is left out so that later checks do not repeat it.
@@ -13,11 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from origamig.catalog import DEFAULT_PM_MODEL, Catalog, GpuModel, Profile, gpu_model_from_dict
-from origamig.check import SliceOwners, gi_problem, over_capacity
+from origamig.cluster.catalog import DEFAULT_PM_MODEL, Catalog, GpuModel, Profile, gpu_model_from_dict
+from origamig.cluster.records import GiSlot, Placement, PmSpec, VmSpec, Weights, cores_to_m, gb_to_mb
 from origamig.errors import CatalogError
-from origamig.records import GiSlot, Placement, PmSpec, VmSpec, Weights, cores_to_m, gb_to_mb
-from origamig.snapshot_fields import MISSING, FieldReader, kind_of, show
+from origamig.judge.check import SliceOwners, gi_problem, over_capacity
+from origamig.snapshot.fields import MISSING, FieldReader, kind_of, show
 
 SNAPSHOT_VERSION = 1
 WEIGHT_KEYS = ("accept", "pm", "gpu", "free_start", "migration")

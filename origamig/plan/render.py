@@ -13,10 +13,10 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from origamig.datacenter import DataCenter
-from origamig.plan import CreateGi, DestroyGi, Migrate, Plan, PowerOff, PowerOn, Step
-from origamig.plan_explain import MoveNote
-from origamig.records import VmSpec
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import VmSpec
+from origamig.plan.explain import MoveNote
+from origamig.plan.steps import CreateGi, DestroyGi, Migrate, Plan, PowerOff, PowerOn, Step
 
 
 def plan_table(plan: Plan, moves: Sequence[MoveNote] = ()) -> Group:
@@ -115,7 +115,7 @@ def render_shell(steps: Sequence[Step], dc: DataCenter, moves: Sequence[MoveNote
     """A POSIX shell script that prints (or, with ORIGAMIG_EXECUTE=1, runs) each step's commands.
 
     `dc` resolves the profiles of the plan's VMs (running or pending) to their nvidia-smi ids;
-    `moves` (from `plan_explain.explain`) add each move's from/to and reason as comments.
+    `moves` (from `explain.explain`) add each move's from/to and reason as comments.
     """
     q = shlex.quote
     why = {m.step: m for m in moves}

@@ -11,7 +11,7 @@ after placement wins. Tie-break key: (−utilization, gpu) per GI, (−mean, pm)
 nowhere is rejected; a VM without GIs takes the first PM with CPU/RAM (as FF).
 Complexity: O(|M| · |GIs| · |K_j|) table lookups per arrival.
 
-Compaction: every `period_s` (default 900 s) `work` compacts each class (`tc_compaction`), plans the
+Compaction: every `period_s` (default 900 s) `work` compacts each class (`compaction`), plans the
 moves with the migration executor and returns them as `Work(kind="compaction")`; its `pms` (sources
 and destinations) are locked until the moves end. Option `tc_rule`: "default" (second free GPU, ≥ 3
 vacated) or "literal" (one free GPU, ≥ 2 vacated).
@@ -22,16 +22,16 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from origamig.datacenter import DataCenter
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import Placement, VmSpec
 from origamig.errors import UserError
 from origamig.policies.arrival_rule import choose_pm
 from origamig.policies.base import ArrivalDecision, Placed, Rejection, Work, register
-from origamig.policies.tc_compaction import RULES, compact
-from origamig.policies.tc_rule import tc_fit_on_pm
-from origamig.records import Placement, VmSpec
+from origamig.policies.tc.compaction import RULES, compact
+from origamig.policies.tc.rule import tc_fit_on_pm
 
 if TYPE_CHECKING:
-    from origamig.plan import Plan
+    from origamig.plan.steps import Plan
 
 DEFAULT_PERIOD_S = 900.0  # paper §6.3: each class every 15 min
 
@@ -40,7 +40,7 @@ def plan_moves(dc: DataCenter, target: dict[str, Placement]) -> Plan | None:
     """The executor's plan for `target` on `dc`, or None when it finds none (the one place TC plans).
 
     The executor (networkx) is imported on first use, so that FF and MFI stay light to import."""
-    from origamig.executor import Infeasible, plan_migrations
+    from origamig.plan.executor import Infeasible, plan_migrations
 
     plan = plan_migrations(dc, target)
     return None if isinstance(plan, Infeasible) else plan

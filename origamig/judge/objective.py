@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from origamig.datacenter import DataCenter
-from origamig.mig import geometry
-from origamig.records import Placement, PmSpec, VmSpec, Weights
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.mig import geometry
+from origamig.cluster.records import Placement, PmSpec, VmSpec, Weights
 
 
 @dataclass(frozen=True)

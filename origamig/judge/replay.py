@@ -29,8 +29,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from origamig.check import check_placement
-from origamig.records import GiSlot, Placement, PmSpec, VmSpec
+from origamig.cluster.records import GiSlot, Placement, PmSpec, VmSpec
+from origamig.judge.check import check_placement
 
 
 @dataclass(frozen=True)
