@@ -9,6 +9,7 @@ package reads nests deeper than about eight levels; `MAX_DEPTH` leaves ample roo
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from origamig.errors import UserError
@@ -41,6 +42,7 @@ def nesting_depth(doc: Any, stop: int | None = None) -> int:
     todo: list[tuple[Any, int]] = [(doc, 0)]
     while todo:
         node, depth = todo.pop()
+        children: Iterable[Any]
         if isinstance(node, dict):
             children = node.values()
         elif isinstance(node, list):

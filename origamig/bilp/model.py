@@ -39,7 +39,7 @@ from __future__ import annotations
 import gc
 import itertools
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import pyomo.core as pyo  # not pyomo.environ: its solver/writer plugins cost ~0.2 s, unused here
@@ -187,7 +187,7 @@ class _Builder:
 
     # --- rows ----------------------------------------------------------------------------------
     def _rows(
-        self, name: str, rows: Iterable[tuple[list[tuple[float, object]], float | None, float | None]]
+        self, name: str, rows: Iterable[tuple[Sequence[tuple[float, object]], float | None, float | None]]
     ) -> None:
         """Add rows given as (terms [(coef, var)], lower, upper)."""
         cl = pyo.ConstraintList()

@@ -79,7 +79,7 @@ class Outcome:
         """The `solve --json` document: status, admitted/rejected/waiting, objective, solver, plan,
         plan_cost, plan_infeasible_reason, placement and neighborhood."""
         res = self.solution.result if self.solution else None
-        solver = {
+        solver: dict[str, Any] = {
             "name": res.solver if res else None,
             "termination": res.termination if res else "not_run",
             "proved_optimal": bool(res and res.proved_optimal),

@@ -20,10 +20,12 @@ USAGE_EXIT = 2
 
 def _click_exceptions() -> ModuleType:
     try:
-        from typer._click import exceptions
+        from typer._click import exceptions as vendored
     except ImportError:  # typer < 0.20 depends on click instead of vendoring it
         from click import exceptions
-    return exceptions
+
+        return exceptions
+    return vendored
 
 
 def _abort_types() -> tuple[type[BaseException], ...]:

@@ -51,7 +51,7 @@ def _stdout_to_stderr() -> Iterator[None]:
 
 
 def _weights(base: Weights, overrides: dict[str, float | None]) -> Weights:
-    given = {k: v for k, v in overrides.items() if v is not None}
+    given: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}
     bad = [f"--{k.replace('_', '-')}: {v:g} is negative" for k, v in given.items() if v < 0]
     if bad:
         raise UserError(bad)

@@ -23,24 +23,37 @@ class Violation:
         return f"{self.where}: {self.message}"
 
 
+# What the checker reads of a PM, a VM and a placement: read-only members, so that the frozen records
+# of cluster/records.py (and the replay's own pieces) satisfy them without being imported here.
 class _PmLike(Protocol):
-    id: str
-    cpu_m: int
-    ram_mb: int
-    gpus: tuple[Any, ...]
-    powered_off: bool
+    @property
+    def id(self) -> str: ...
+    @property
+    def cpu_m(self) -> int: ...
+    @property
+    def ram_mb(self) -> int: ...
+    @property
+    def gpus(self) -> tuple[Any, ...]: ...
+    @property
+    def powered_off(self) -> bool: ...
 
 
 class _VmLike(Protocol):
-    id: str
-    cpu_m: int
-    ram_mb: int
-    gis: tuple[Any, ...]
+    @property
+    def id(self) -> str: ...
+    @property
+    def cpu_m(self) -> int: ...
+    @property
+    def ram_mb(self) -> int: ...
+    @property
+    def gis(self) -> tuple[Any, ...]: ...
 
 
 class _PlacementLike(Protocol):
-    pm: int
-    gis: tuple[Any, ...]
+    @property
+    def pm(self) -> int: ...
+    @property
+    def gis(self) -> tuple[Any, ...]: ...
 
 
 def check_placement(

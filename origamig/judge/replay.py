@@ -208,23 +208,23 @@ def malformed_steps(
             problems.append(f"{at}.op: {_short(op)} is not one of {', '.join(STEP_FIELDS)}")
             continue
         for key, kind in fields.items():
-            value = step.get(key)
+            value: Any = step.get(key)
             if key not in step:
                 problems.append(f"{at}.{key}: missing ({op} needs {', '.join(fields)})")
             elif isinstance(value, bool) or not isinstance(value, kind):
                 problems.append(f"{at}.{key}: expected {_KIND_NAMES[kind]}, got {_short(value)}")
-            elif kind is int and value < 0:
+            elif isinstance(value, int) and value < 0:
                 problems.append(f"{at}.{key}: {value} is negative")
             elif key == "vm" and value not in vm_ids:
-                unknown.setdefault(("VM", value), []).append(i)
+                unknown.setdefault(("VM", str(value)), []).append(i)
             elif key in _PM_FIELDS and value not in pm_ids:
-                unknown.setdefault(("PM", value), []).append(i)
+                unknown.setdefault(("PM", str(value)), []).append(i)
         if "parking" in step and not isinstance(step["parking"], bool):
             problems.append(f"{at}.parking: expected true or false, got {_short(step['parking'])}")
-    for (kind, name), at_steps in unknown.items():
+    for (thing, name), at_steps in unknown.items():
         more = f" and {len(at_steps) - 1} more step(s)" if len(at_steps) > 1 else ""
         problems.append(
-            f"{where}[{at_steps[0]}]: unknown {kind} {name!r}, not in the snapshot (named by step "
+            f"{where}[{at_steps[0]}]: unknown {thing} {name!r}, not in the snapshot (named by step "
             f"{at_steps[0]}{more}; was the plan made for another snapshot?)"
         )
     return problems

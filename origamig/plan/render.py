@@ -30,8 +30,8 @@ def plan_table(plan: Plan, moves: Sequence[MoveNote] = ()) -> Group:
     parts: list[Any] = [t]
     if moves:
         m = Table(title="why each move", show_lines=False)
-        for name, justify in (("step", "right"), ("vm", "left"), ("from", "left"), ("to", "left")):
-            m.add_column(name, justify=justify)
+        for name in ("step", "vm", "from", "to"):
+            m.add_column(name, justify="right" if name == "step" else "left")
         m.add_column("why")
         for note in moves:
             m.add_row(str(note.step), note.vm, note.describe_from(), note.describe_to(), note.why)

@@ -239,8 +239,7 @@ class Simulation:
         slices = vm.memory_slices
         self.rec.requested_vm(t, slices)
         decision = self.policy.arrive(self.dc, vm, t, self.locked)
-        kind = type(decision)
-        if kind is Placed:
+        if isinstance(decision, Placed):
             pl = decision.placement
             if pl.pm in self.locked:
                 raise SimulationError(f"{self.policy.name} placed {vm.id} on locked PM {pl.pm} at t={t}")
@@ -248,7 +247,7 @@ class Simulation:
             self.rec.admitted_vm(t, slices, 0.0)
             self.queue.push(t + req.lifetime_s, DEPARTURE, vm.id)
             self.rec.touch((pl.pm,))
-        elif kind is Deferred:
+        elif isinstance(decision, Deferred):
             self.dc.add_pending(vm)
             self.pending[vm.id] = (req, t)
 
@@ -299,7 +298,8 @@ class Simulation:
         migration that copies nothing over the network (as `plan.PlanCost` counts bytes).
         """
         dc = self.dc
-        moves, gb, touched = 0, 0.0, set()
+        moves, gb = 0, 0.0
+        touched: set[int] = set()
         for v, new in target.items():
             old = dc.placement.get(v)
             if old is None or old == new:

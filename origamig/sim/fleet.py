@@ -263,9 +263,11 @@ class _Reader:
             known = ", ".join(sorted(self.catalog.pms))
             self.err(f"{field}.power", f"unknown power curve {_show(power)} (known: {known})")
         label = self.text(raw, "label", f"{field}.label", "")
-        if len(self.problems) > before or gpus is None or cpu is None or ram is None:
+        if len(self.problems) > before or not isinstance(count, int) or gpus is None:
             return None
-        return PmKind(int(count), gpus, cpu, ram, str(power), str(label))
+        if cpu is None or ram is None:
+            return None
+        return PmKind(count, gpus, cpu, ram, str(power), str(label))
 
     def gpu_list(self, raw: Mapping[str, Any], field: str) -> tuple[str, ...] | None:
         if "gpus" not in raw:

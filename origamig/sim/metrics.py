@@ -154,6 +154,7 @@ class Recorder:
             self._sample(self.w1 + SAMPLE_PERIOD_S / 2)
         span = self.w1 - self.w0
         hours = span / 3600.0
+        acceptance: float | None
         if self.requested:
             acceptance = self.admitted / self.requested
         else:

@@ -66,7 +66,7 @@ def _json_rows(path: Path) -> list[tuple[str, Mapping[str, Any]]]:
     items = data.get("requests") if isinstance(data, dict) else data
     if not isinstance(items, list):
         raise RequestsFileError(f"{path}: expected a list of requests or {{'requests': [...]}}")
-    rows = []
+    rows: list[tuple[str, Mapping[str, Any]]] = []
     for n, item in enumerate(items):
         if not isinstance(item, dict):
             raise RequestsFileError(f"{path}: requests[{n}]: expected an object, got {item!r}")

@@ -136,7 +136,9 @@ class _Reader(FieldReader):
             if pid is not None and gpus is not None
             else None
         )
-        if None in (pid, cpu, ram, gpus, weight, off, power):
+        if pid is None or cpu is None or ram is None or gpus is None or power is None:
+            return None, shell
+        if weight is None or off is None:
             return None, shell
         spec = PmSpec(
             id=pid,
@@ -244,7 +246,7 @@ class _Reader(FieldReader):
         )
         hint = _placed_model(raw, pms, pm_index)
         gis = self.read_vm_gis(raw, path, present, catalog, hint)
-        if None in (vid, cpu, ram, accept, delta, gis):
+        if vid is None or cpu is None or ram is None or gis is None or accept is None or delta is None:
             return None, gis
         spec = VmSpec(
             id=vid,
@@ -390,7 +392,7 @@ class _Reader(FieldReader):
                 f"{show(raw['pm'])} differs from the VM's PM {show(pm_id)} (a VM's GIs share one PM)",
             )
             return None
-        if pm is None or gpu is None or start is None:
+        if pm is None or j is None or gpu is None or start is None:
             return None
         problem = gi_problem(pm, prof, GiSlot(gpu, start))
         if problem is not None:
@@ -491,7 +493,7 @@ def _slices(n: int) -> str:
 
 def _placed_model(raw: dict, pms: list[PmSpec | None], pm_index: dict[str, int]) -> GpuModel | None:
     """The model of the GPU a running VM's first GI is placed on (used only to resolve ambiguity)."""
-    pl = raw.get("placement")
+    pl: Any = raw.get("placement")
     try:
         j = pm_index[pl["pm"]]
         k = pl["gis"][0]["gpu"]

@@ -13,7 +13,7 @@ import functools
 import hashlib
 import inspect
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -74,6 +74,7 @@ def make_run_policy(name: str, config: SimConfig, seed: int) -> policy_base.Poli
 
         wanted["weights"] = load_start(config.snapshot).weights
     wanted.update(dict(config.policy_options))
+    params: Mapping[str, inspect.Parameter]
     try:
         params = inspect.signature(factory).parameters
     except (TypeError, ValueError):
@@ -150,8 +151,8 @@ def run_all(
     With `keep_dir`, every run checkpoints itself there and writes its result there as soon as it
     ends; a later call with the same specs (and the same code) takes the finished runs from there,
     resumes the interrupted ones and runs only the rest (`kept_run_path`)."""
-    for spec in {s.config for s in specs}:
-        validate(spec)
+    for config in {s.config for s in specs}:
+        validate(config)
     for name in sorted({s.policy for s in specs}):
         policy_base.policy_factory(name)  # raises the one-line UserError for an unknown name
     checked: list[tuple[str, SimConfig]] = []

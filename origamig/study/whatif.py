@@ -98,7 +98,7 @@ def what_ifs(doc: dict[str, Any], policies: Sequence[str] | None = None) -> list
     out = []
     for g in groups.values():
         base = g["baseline"] or next(iter(g["summary"]), None)
-        if base not in g["summary"]:
+        if base is None or base not in g["summary"]:
             continue
         order = [p for p in POLICY_LABELS if p in g["summary"]]
         order += [p for p in g["summary"] if p not in order]

@@ -170,6 +170,10 @@ class Backend(Protocol):
 
     def solve(self, compiled: Compiled, hint: np.ndarray, limits: Limits) -> SolveResult: ...
 
+    def solve_in_process(self, compiled: Compiled, hint: np.ndarray, limits: Limits) -> SolveResult:
+        """Solve in this process (what `solve` runs, or runs in a child process at a deadline)."""
+        ...
+
 
 def errors_as_result(backend: Any, compiled: Compiled, hint: np.ndarray, limits: Limits) -> SolveResult:
     """`backend.solve_in_process(...)`, an exception of the solver (a value it cannot represent, say)

@@ -18,7 +18,7 @@ import math
 import random
 import statistics
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -131,7 +131,7 @@ class OrigaMIG:
         self._vm_class: dict[str, str] = {}
         self._calls: Counter[str] = Counter()
         self._wall: list[float] = []
-        self._phase: Counter[str] = Counter()
+        self._phase: defaultdict[str, float] = defaultdict(float)  # seconds per phase of the calls
         self._count: Counter[str] = Counter()
         self._status: Counter[str] = Counter()
 
@@ -262,8 +262,8 @@ class OrigaMIG:
             self._class_running[nb.gpu_class] = (running + 1, applied)
         self._calls[nb.kind] += 1
         self._wall.append(work.wall_s)
-        for key in PHASES:
-            self._phase[key] += work.phases_s.get(key, 0.0)
+        for phase in PHASES:
+            self._phase[phase] += work.phases_s.get(phase, 0.0)
         self._status[work.call.termination] += 1
         self._status[f"outcome_{work.call.outcome}"] += 1
         return work
