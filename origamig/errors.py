@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 
 class UserError(Exception):
     """A problem with the user's input. `str(err)` is one line (or one line per problem)."""
@@ -23,3 +25,18 @@ class SnapshotError(UserError):
 
 class PlacementError(UserError):
     """A placement that breaks a constraint (overlap, unknown start, capacity overrun)."""
+
+
+class MissingExtra(UserError):
+    """A feature whose optional dependency is not installed: names the pip extra that installs it."""
+
+
+def require_extra(module: str, extra: str, feature: str) -> None:
+    """Import `module`, or raise `MissingExtra`: `feature` needs the `extra` of origamig installed."""
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        package = module.split(".")[0]
+        raise MissingExtra(
+            f"{feature}: {package} is not installed; install it with: pip install 'origamig[{extra}]'"
+        ) from None

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from origamig.cli.simulate import COLUMNS, format_stat
-from origamig.errors import UserError
+from origamig.errors import UserError, require_extra
 from origamig.study.aggregate import setup_labels
 from origamig.study.results import load_runs, runs_document
 
@@ -72,6 +72,7 @@ def _pms(row: dict[str, Any]) -> str:
 
 def draw(doc: dict[str, Any], png: Path, variant: str) -> None:
     """Four panels vs offered load, one line per policy, 95% CI error bars."""
+    require_extra("matplotlib", "sim", "drawing a figure")
     import matplotlib
 
     matplotlib.use("Agg")

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import origamig
 from origamig.call.neighborhood import derived_bounds
 from origamig.cluster.catalog import default_catalog, models_dir
-from origamig.errors import UserError
+from origamig.errors import UserError, require_extra
 from origamig.policies import base as policy_base
 from origamig.sim.engine import CHECKPOINT_EVERY_S, Checkpoint, Progress, RunResult, Simulation
 from origamig.sim.scenario import SimConfig, build_pms, requests_for, validate, workload_spec
@@ -251,10 +251,9 @@ def _executor(workers: int, scheduler: str | None) -> Iterator[Executor]:
         with ProcessPoolExecutor(max_workers=max(1, workers)) as pool:
             yield pool
         return
-    try:
-        from distributed import Client
-    except ImportError:  # pragma: no cover - dask is a declared dependency
-        raise UserError("--scheduler: dask.distributed is not installed") from None
+    require_extra("distributed", "dask", "--scheduler")
+    from distributed import Client
+
     try:
         client = Client(scheduler, timeout=CONNECT_TIMEOUT, set_as_default=False)
     except (OSError, TimeoutError) as exc:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from origamig.errors import require_extra
 from origamig.sim.engine import RunResult
 from origamig.sim.workload import HOUR
 
@@ -262,6 +263,7 @@ def markdown(whatifs: Sequence[WhatIf]) -> str:
 def draw(whatifs: Sequence[WhatIf], png: Path) -> None:
     """One row per scenario, one panel per metric: a bar per policy (95% CI), the paired difference
     from the baseline written above each other bar."""
+    require_extra("matplotlib", "sim", "drawing a figure")
     import matplotlib
 
     matplotlib.use("Agg")

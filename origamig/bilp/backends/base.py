@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from origamig.errors import require_extra
 from origamig.solver_registry import BACKEND_MODULES
 
 if TYPE_CHECKING:
@@ -161,6 +162,7 @@ class Backend(Protocol):
     """A MIP solver behind one call. `hint` is a complete feasible start (the current placement)."""
 
     name: str
+    optional: tuple[str, str] | None  # (vendor module, pip extra) of an optional solver
     features: frozenset[str]
     seconds_per_work: float  # wall seconds per unit of `SolveResult.work` on one idle core
     default_work_limit: float  # work budget of a deterministic solve when the caller gives none
@@ -187,11 +189,16 @@ def errors_as_result(backend: Any, compiled: Compiled, hint: np.ndarray, limits:
 
 
 def get_backend(name: str) -> Backend:
-    """An instance of the backend called `name`; `ValueError` naming the choices if unknown."""
+    """An instance of the backend called `name`; `ValueError` naming the choices if unknown,
+    `MissingExtra` naming the pip extra if its solver is an optional dependency not installed."""
     if name not in BACKEND_MODULES:
         raise ValueError(f"unknown solver {name!r} (choose from {', '.join(BACKEND_MODULES)})")
     module = importlib.import_module(BACKEND_MODULES[name])
-    return module.BACKEND()
+    backend: Backend = module.BACKEND()
+    if backend.optional is not None:
+        vendor, extra = backend.optional
+        require_extra(vendor, extra, f"--solver {name}")
+    return backend
 
 
 def available() -> dict[str, str | None]:

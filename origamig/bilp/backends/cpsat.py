@@ -37,6 +37,8 @@ class CpSatBackend:
     """OR-Tools CP-SAT with LP relaxation workers."""
 
     name = "cpsat"
+    # (module, pip extra): CP-SAT is optional, `get_backend` names the extra when it is missing.
+    optional: ClassVar[tuple[str, str] | None] = ("ortools.sat.python.cp_model", "cpsat")
     features: ClassVar[frozenset[str]] = frozenset({"hint", "deterministic_time", "work_limit"})
     # Wall seconds per unit of reported work on one idle core, for the load-independent call
     # time of deterministic simulations: one deterministic second

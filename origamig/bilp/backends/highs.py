@@ -45,6 +45,7 @@ class HighsBackend:
     """HiGHS branch-and-cut via highspy."""
 
     name = "highs"
+    optional: ClassVar[tuple[str, str] | None] = None  # highspy is a core dependency
     features: ClassVar[frozenset[str]] = frozenset({"mip_start", "wall_clock_guard", "work_limit"})
     # Wall seconds per unit of reported work on one idle core, for the load-independent call
     # time of deterministic simulations: one unit (1000 simplex iterations) took 0.5-0.6 s of CPU
