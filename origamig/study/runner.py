@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import origamig
 from origamig.call.neighborhood import derived_bounds
 from origamig.cluster.catalog import default_catalog, models_dir
 from origamig.errors import UserError, require_extra
@@ -56,7 +55,7 @@ class RunSpec:
 @functools.cache
 def source_fingerprint() -> str:
     """A digest of the package's Python sources and data files (models/ is read at run time too)."""
-    root = Path(origamig.__file__).resolve().parent
+    root = Path(__file__).resolve().parents[1]  # the package folder
     digest = hashlib.sha256()
     for base in (root, models_dir()):
         for path in sorted(p for p in base.rglob("*") if p.is_file() and p.suffix != ".pyc"):
