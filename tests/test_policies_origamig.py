@@ -12,9 +12,8 @@ from hypothesis import strategies as st
 from origamig.bilp import Limits, solve_region
 from origamig.call.decision import Decision, Status, parking_cost, referee
 from origamig.call.neighborhood import (
-    FILL,
-    SOURCES,
     Bounds,
+    Consolidation,
     fits_counts,
     select_admission,
     select_consolidation,
@@ -147,8 +146,8 @@ def test_source_filter_and_neighborhood_bounds():
     # δ = 40: no source is worth emptying. Algorithm 1 as written still fills M̂ with the receivers;
     # the earlier reading makes no call.
     costly = Weights(migration=40)
-    assert set(select_consolidation(dc, "100", costly, Bounds(), reading=FILL).pms) == {0, 1}
-    assert select_consolidation(dc, "100", costly, Bounds(), reading=SOURCES).pms == ()
+    assert set(select_consolidation(dc, "100", costly, Bounds(), reading=Consolidation.FILL).pms) == {0, 1}
+    assert select_consolidation(dc, "100", costly, Bounds(), reading=Consolidation.SOURCES).pms == ()
 
 
 def busy_a30_state(pms: int = 2) -> DataCenter:
@@ -169,8 +168,8 @@ def test_consolidation_call_runs_without_a_source_worth_emptying_and_switches_of
     assert not any(source_worth_emptying(dc, j, Weights()) for j in range(2))
     assert dc.gamma("30") == 2
     bounds = Bounds(m_max=16, n_max=64)
-    assert select_consolidation(dc, "30", Weights(), bounds, reading=SOURCES).pms == ()
-    nb = select_consolidation(dc, "30", Weights(), bounds, reading=FILL)
+    assert select_consolidation(dc, "30", Weights(), bounds, reading=Consolidation.SOURCES).pms == ()
+    nb = select_consolidation(dc, "30", Weights(), bounds, reading=Consolidation.FILL)
     assert set(nb.pms) == {0, 1}  # every receiver, up to M_max
     work = make_policy("origamig", solver="highs", threads=1).work(dc, 10.0)
     assert work is not None and work.kind == "consolidation" and work.applied
@@ -185,7 +184,9 @@ def test_consolidation_call_runs_without_a_source_worth_emptying_and_switches_of
     assert [sum(dc.gpu_active(j, k) for k in range(2)) for j in range(2)] == [1, 1]
     # The earlier reading makes no call here.
     assert (
-        make_policy("origamig", solver="highs", threads=1, consolidation=SOURCES).work(busy_a30_state(), 10.0)
+        make_policy("origamig", solver="highs", threads=1, consolidation=Consolidation.SOURCES).work(
+            busy_a30_state(), 10.0
+        )
         is None
     )
 

@@ -10,8 +10,8 @@ emptying them is worth their VMs' migrations (b_j + Σ e_jk > w·CF_j + Σ 2δ_i
 other active PMs of class h plus the active PMs without GPUs, most free memory slices first; at most
 M_max/2 sources; M̂ = S, then R, up to the limits. The loop "while some source cannot be emptied into
 R, drop the last source" (a count test that ignores start slices) changes S only, not M̂, so by
-default the call runs on M̂ whatever S ends as; the `SOURCES` reading instead skips the call when no
-source survives the loop.
+default the call runs on M̂ whatever S ends as; the `Consolidation.SOURCES` reading instead skips the
+call when no source survives the loop.
 
 Limits: at most `m_max` PMs; a PM whose VMs would raise |N̂| above `n_max` is skipped, except the
 first PM chosen for the oldest pending VM. With `bound="vms"` only `n_max` bounds a neighborhood
@@ -258,10 +258,11 @@ def _place_counts(dc, vm, receivers, cpu, ram, mem, comp) -> bool:
     return False
 
 
-# How a consolidation neighborhood is read from Algorithm 1 (the `consolidation` policy option).
-FILL = "fill"  # lines 17-22 as written: M̂ = S then R, up to M_max, even when no source survives
-SOURCES = "sources"  # an earlier reading: no call unless some source can be emptied into R
-CONSOLIDATION_READINGS = (FILL, SOURCES)
+class Consolidation(StrEnum):
+    """How a consolidation neighborhood is read from Algorithm 1 (the `consolidation` policy option)."""
+
+    FILL = "fill"  # lines 17-22 as written: M̂ = S then R, up to M_max, even when no source survives
+    SOURCES = "sources"  # an earlier reading: no call unless some source can be emptied into R
 
 
 def select_consolidation(
@@ -270,7 +271,7 @@ def select_consolidation(
     weights: Weights,
     bounds: Bounds,
     locked: frozenset[int] = frozenset(),
-    reading: str = FILL,
+    reading: Consolidation = Consolidation.FILL,
     visited: frozenset[int] = frozenset(),
     spill: bool = False,
 ) -> Neighborhood:
@@ -280,14 +281,14 @@ def select_consolidation(
     change already held; sources are kept). `spill`: sources beyond the M_max/2 kept in S may serve
     as receivers (as written, R holds only PMs that failed the source filter).
 
-    `FILL` (default): line 20 fills M̂ with the kept sources, then the receivers, before the loop of
-    lines 21-22, and that loop only shrinks S — so the call runs on up to M_max active PMs of the class
-    even when no source is worth emptying or none can be emptied; the BILP may still switch off a GPU
-    by moving GIs inside a PM, or empty a PM that the count test did not expect to empty.
-    `SOURCES`: the neighborhood is empty (no call) unless some source survives the loop.
+    `Consolidation.FILL` (default): line 20 fills M̂ with the kept sources, then the receivers,
+    before the loop of lines 21-22, and that loop only shrinks S — so the call runs on up to M_max
+    active PMs of the class even when no source is worth emptying or none can be emptied; the BILP
+    may still switch off a GPU by moving GIs inside a PM, or empty a PM that the count test did not
+    expect to empty.
+    `Consolidation.SOURCES`: the neighborhood is empty (no call) unless some source survives the loop.
     """
-    if reading not in CONSOLIDATION_READINGS:
-        raise ValueError(f"reading {reading!r}: choose from {', '.join(CONSOLIDATION_READINGS)}")
+    reading = Consolidation(reading)  # ValueError on anything else
     members = [j for j in dc.class_pms.get(gpu_class, []) if dc.is_active(j) and j not in locked]
     sources = sorted(members, key=lambda j: (dc.vm_count(j), j))
     sources = [j for j in sources if source_worth_emptying(dc, j, weights)]
@@ -312,7 +313,7 @@ def select_consolidation(
             break
         if b.add(j):
             kept_receivers.append(j)
-    if reading == FILL:
+    if reading is Consolidation.FILL:
         return Neighborhood(tuple(b.pms), (), (), "consolidation", gpu_class)
     while kept_sources and not _can_empty(dc, kept_sources, kept_receivers):
         kept_receivers.append(kept_sources.pop())

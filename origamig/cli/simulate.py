@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
 import sys
@@ -17,7 +16,7 @@ from rich.table import Table
 
 from origamig.errors import UserError
 from origamig.files import MAX_DEPTH, nesting_depth
-from origamig.policies.base import policy_factory
+from origamig.policies.base import option_names, policy_factory
 from origamig.sim.scenario import VARIANTS, SimConfig, validate
 from origamig.snapshot.document import write_json_atomic
 from origamig.solver_registry import DEFAULT_BACKEND, backend_names
@@ -90,10 +89,7 @@ def parse_options(items: list[str], policies: list[str]) -> tuple[tuple[str, Any
     true/false, null), else kept as a string. A key that none of `policies` accepts is an error."""
     accepted: set[str] = set()
     for name in policies:
-        try:
-            accepted |= set(inspect.signature(policy_factory(name)).parameters)
-        except (TypeError, ValueError):
-            continue
+        accepted |= option_names(policy_factory(name)) or set()
     out: list[tuple[str, Any]] = []
     problems = []
     for item in items:

@@ -21,7 +21,7 @@ Life of a request, as the simulator drives it:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from origamig.cluster.datacenter import DataCenter
@@ -173,6 +173,23 @@ def policy_factory(name: str) -> PolicyFactory:
         return _REGISTRY[name]
     except KeyError:
         raise UserError(f"--policy: unknown policy {name!r} (known: {', '.join(policy_names())})") from None
+
+
+def option_names(factory: PolicyFactory) -> frozenset[str] | None:
+    """The keyword options `factory` takes: the fields of its `options_type` record and `weights`
+    when it has one, else its keyword parameters; None when it takes any keyword."""
+    import inspect
+
+    record = getattr(factory, "options_type", None)
+    if record is not None:
+        return frozenset(f.name for f in fields(record)) | {"weights"}
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return frozenset()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return None
+    return frozenset(params)
 
 
 def make_policy(name: str, **options: Any) -> Policy:

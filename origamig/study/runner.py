@@ -11,9 +11,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import inspect
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -73,17 +72,13 @@ def make_run_policy(name: str, config: SimConfig, seed: int) -> policy_base.Poli
 
         wanted["weights"] = load_start(config.snapshot).weights
     wanted.update(dict(config.policy_options))
-    params: Mapping[str, inspect.Parameter]
-    try:
-        params = inspect.signature(factory).parameters
-    except (TypeError, ValueError):
-        params = {}
-    if "m_max" in params and "n_max" in params:  # bounds that suit the PMs' size, unless set
+    accepted = policy_base.option_names(factory)
+    if accepted is not None and {"m_max", "n_max"} <= accepted:  # bounds that suit the PMs, unless set
         m_max, n_max = derived_bounds(build_pms(config))
         wanted = {"m_max": m_max, "n_max": n_max, **wanted}
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+    if accepted is None:
         return factory(**wanted)
-    return factory(**{k: v for k, v in wanted.items() if k in params})
+    return factory(**{k: v for k, v in wanted.items() if k in accepted})
 
 
 def run_one(spec: RunSpec, progress: Progress | None = None) -> RunResult:

@@ -19,17 +19,14 @@ import random
 import statistics
 import time
 from collections import Counter, defaultdict
-from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from origamig.bilp.backends.base import SAFETY_NET_S, Limits, make_limits
+from origamig.bilp.backends.base import Limits, make_limits
 from origamig.call.decision import decide
 from origamig.call.neighborhood import (
-    CONSOLIDATION_READINGS,
-    FILL,
-    Bound,
     Bounds,
+    Consolidation,
     Neighborhood,
     select_admission,
     select_consolidation,
@@ -37,18 +34,11 @@ from origamig.call.neighborhood import (
 )
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import VmSpec, Weights
-from origamig.errors import UserError
 from origamig.policies.arrival_rule import choose_pm, first_fit
 from origamig.policies.base import ArrivalDecision, CallStats, Deferred, Placed, Rejection, Work, register
+from origamig.policies.optimizer.options import Arrival, OrigaMIGOptions
 from origamig.policies.optimizer.triggers import Triggers
 from origamig.policies.tc.rule import tc_fit_on_pm
-from origamig.solver_registry import backend_names
-
-# How arrivals are placed at once: "tc" (TC's best fit by joint GPU utilization, the default: fewer
-# active PMs and fewer migrations than first fit at 32 and 128 PMs, docs/policies.md#arrival-rule) or
-# "ff" (first fit, the paper's rule).
-ARRIVAL_RULES = ("ff", "tc")
-DEFAULT_ARRIVAL = "tc"
 
 
 @register("origamig")
@@ -57,76 +47,53 @@ class OrigaMIG:
 
     name = "origamig"
 
+    options_type = OrigaMIGOptions  # the policy registry reads the option names from it
+
     def __init__(
-        self,
-        *,
-        weights: Weights | None = None,
-        solver: str = "highs",
-        time_limit_s: float = 10.0,
-        threads: int | None = None,
-        deterministic: bool = False,
-        work_limit: float | None = None,
-        safety_net_s: float | None = SAFETY_NET_S,
-        m_max: int = 16,
-        n_max: int = 64,
-        bound: str = Bound.PMS,
-        theta: int = 1,
-        timer_s: float | None = None,
-        random_neighborhoods: bool = False,
-        seed: int = 0,
-        admission_calls: bool = True,
-        consolidation_calls: bool = True,
-        delta: float | None = None,
-        check_interval_s: float = 10.0,
-        consolidation: str = FILL,
-        rotate: bool = False,
-        spill: bool = False,
-        reuse_unchanged: bool = True,
-        arrival: str = DEFAULT_ARRIVAL,
-        grow_to: int | None = None,
-        calls_per_step: int = 1,
+        self, options: OrigaMIGOptions | None = None, *, weights: Weights | None = None, **keywords: Any
     ) -> None:
-        options = {k: v for k, v in locals().items() if k not in ("self", "weights")}  # the keyword arguments
-        problems = option_problems(options)
-        if problems:
-            raise UserError(problems)
+        """The policy with `options`, or with the defaults changed by `keywords` (the option names:
+        `OrigaMIGOptions`, validated there); `weights` are the objective's (default: the paper's)."""
+        self.options = o = OrigaMIGOptions.of(keywords, options)
         base = weights or Weights()
-        if delta is not None:
-            base = Weights(base.accept, base.pm, base.gpu, base.free_start, delta, base.free_start_by_profile)
+        if o.delta is not None:
+            base = replace(base, migration=o.delta)
         self.weights = base
-        self.solver = solver
-        self.limits = make_limits(solver, time_limit_s, threads, deterministic, work_limit, safety_net_s)
-        self.bounds = Bounds(m_max=m_max, n_max=n_max, bound=Bound(bound))
-        self.triggers = Triggers(theta=theta, timer_s=timer_s)
-        self.random = random.Random(seed) if random_neighborhoods else None
-        self.admission_calls = admission_calls
-        self.consolidation_calls = consolidation_calls
-        self.check_interval_s = check_interval_s
-        self.consolidation = consolidation
-        self.arrival = arrival
+        self.solver = o.solver
+        self.limits = make_limits(
+            o.solver, o.time_limit_s, o.threads, o.deterministic, o.work_limit, o.safety_net_s
+        )
+        self.bounds = Bounds(m_max=o.m_max, n_max=o.n_max, bound=o.bound)
+        self.triggers = Triggers(theta=o.theta, timer_s=o.timer_s)
+        self.random = random.Random(o.seed) if o.random_neighborhoods else None
+        self.admission_calls = o.admission_calls
+        self.consolidation_calls = o.consolidation_calls
+        self.check_interval_s = o.check_interval_s
+        self.consolidation = o.consolidation
+        self.arrival = o.arrival
         # Rotating consolidation (an extension): a call that changes nothing marks its PMs visited
         # and the next call of the class takes receivers not visited yet; the class is silenced
         # only when no unvisited receiver is left. Any applied change or departure starts over.
-        self.rotate = rotate
+        self.rotate = o.rotate
         self._visited: dict[str, set[int]] = {}
-        self.spill = spill  # sources not kept in S may receive (an extension)
+        self.spill = o.spill  # sources not kept in S may receive (an extension)
         # Adaptive neighborhoods (an extension): a consolidation call proved to change nothing is
         # retried at the next check on twice as many PMs (N_max scaled alike), up to `grow_to`, before
         # its class is silenced; a call stopped by its budget halves the class's size again.
-        self.grow_to = grow_to
+        self.grow_to = o.grow_to
         self._m_max: dict[str, int] = {}
         # Side-by-side calls (an extension): one check may start up to `calls_per_step` calls on
         # disjoint PMs (the simulator locks each call's PMs before asking again) — at most one
         # admission call, then consolidation calls, several per class on the class's PMs not yet
         # held. A class is silenced only when every call of it started at that check changed nothing.
-        self.calls_per_step = calls_per_step
+        self.calls_per_step = o.calls_per_step
         self._step_t: float | None = None  # the check whose calls are counted below
         self._step_calls = 0
         self._step_exhausted: set[str] = set()  # classes with no PM left to call on at this check
         self._class_running: dict[str, tuple[int, bool]] = {}  # class → (calls running, any applied)
         # A consolidation call proved to change nothing is not solved again on the same state of the
         # same PMs (its BILP would be the same model): the stored outcome is reused, duration and all.
-        self.reuse_unchanged = reuse_unchanged
+        self.reuse_unchanged = o.reuse_unchanged
         self._unchanged: dict[tuple[Any, ...], Work] = {}
         self._vm_class: dict[str, str] = {}
         self._calls: Counter[str] = Counter()
@@ -142,7 +109,11 @@ class OrigaMIG:
     # --- arrivals and departures ----------------------------------------------------------------
     def arrive(self, dc: DataCenter, vm: VmSpec, now: float, locked: frozenset[int]) -> ArrivalDecision:
         self._vm_class[vm.id] = vm.gpu_class
-        fit = first_fit(dc, vm, locked) if self.arrival == "ff" else choose_pm(dc, vm, locked, tc_fit_on_pm)
+        fit = (
+            first_fit(dc, vm, locked)
+            if self.arrival is Arrival.FF
+            else choose_pm(dc, vm, locked, tc_fit_on_pm)
+        )
         if not isinstance(fit, Rejection):
             return Placed(fit)
         if self.admission_calls:
@@ -206,7 +177,7 @@ class OrigaMIG:
                     visited=visited,
                     spill=self.spill,
                 )
-            too_small = len(nb.pms) < (1 if self.consolidation == FILL else 2)
+            too_small = len(nb.pms) < (1 if self.consolidation is Consolidation.FILL else 2)
             if too_small and not locked.isdisjoint(dc.class_pms.get(h, ())):
                 # The class's other PMs are held by calls of this check: no call, no verdict on h.
                 self._step_exhausted.add(h)
@@ -307,59 +278,6 @@ class OrigaMIG:
         out.update({f"status_{k}": v for k, v in self._status.items()})
         out.update(self._count)
         return out
-
-
-def option_problems(options: Mapping[str, Any]) -> list[str]:
-    """One line per bad option of `OrigaMIG`, naming the option, its value and what it may be."""
-    problems = []
-
-    def need(ok: bool, key: str, what: str) -> None:
-        if not ok:
-            problems.append(f"{key}: {options[key]!r} {what}")
-
-    def number(value: Any) -> bool:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-
-    def integer(value: Any) -> bool:
-        return isinstance(value, int) and not isinstance(value, bool)
-
-    need(options["solver"] in backend_names(), "solver", f"is not one of {', '.join(backend_names())}")
-    need(options["bound"] in list(Bound), "bound", f"is not one of {', '.join(Bound)}")
-    for key in ("m_max", "n_max"):
-        need(integer(options[key]) and options[key] >= 1, key, "must be a positive integer")
-    need(options["threads"] is None or (integer(options["threads"]) and options["threads"] >= 1), "threads",
-         "must be a positive integer or null")  # fmt: skip
-    need(integer(options["theta"]) and options["theta"] >= 0, "theta", "must be an integer ≥ 0")
-    need(integer(options["seed"]), "seed", "must be an integer")
-    for key in ("time_limit_s", "work_limit", "timer_s", "safety_net_s"):
-        value = options[key]
-        need(value is None or (number(value) and value > 0), key, "must be a positive number or null")
-    need(number(options["check_interval_s"]) and options["check_interval_s"] > 0, "check_interval_s",
-         "must be a positive number")  # fmt: skip
-    need(options["delta"] is None or (number(options["delta"]) and options["delta"] >= 0), "delta",
-         "must be a number ≥ 0 or null")  # fmt: skip
-    for key in (
-        "deterministic",
-        "random_neighborhoods",
-        "admission_calls",
-        "consolidation_calls",
-        "rotate",
-        "spill",
-        "reuse_unchanged",
-    ):
-        need(isinstance(options[key], bool), key, "must be true or false")
-    grow_to, m_max = options["grow_to"], options["m_max"]
-    need(grow_to is None or (integer(grow_to) and (not integer(m_max) or grow_to >= m_max)), "grow_to",
-         "must be an integer ≥ m_max or null")  # fmt: skip
-    need(integer(options["calls_per_step"]) and options["calls_per_step"] >= 1, "calls_per_step",
-         "must be a positive integer")  # fmt: skip
-    if integer(options["calls_per_step"]) and options["calls_per_step"] > 1:
-        need(grow_to is None and not options["rotate"], "calls_per_step",
-             "cannot be combined with grow_to or rotate yet")  # fmt: skip
-    need(options["arrival"] in ARRIVAL_RULES, "arrival", f"is not one of {', '.join(ARRIVAL_RULES)}")
-    need(options["consolidation"] in CONSOLIDATION_READINGS, "consolidation",
-         f"is not one of {', '.join(CONSOLIDATION_READINGS)}")  # fmt: skip
-    return problems
 
 
 REUSE_CAPACITY = 4096  # unchanged calls remembered (the oldest is forgotten first)

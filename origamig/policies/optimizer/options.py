@@ -1,0 +1,138 @@
+"""The options of the OrigaMIG policy: one frozen record, validated in one place.
+
+Every parameter of the paper's Table 11 and every extension is a field (docs/policies.md). The
+record is what `OrigaMIG` keeps; the CLI (`simulate --option`), the study runner and the benchmarks
+pass the same keywords, as JSON values. Closed sets of values are str enums, so that `"fill"` from a
+JSON file and `Consolidation.FILL` are one value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from enum import StrEnum
+from typing import Any
+
+from origamig.bilp.backends.base import SAFETY_NET_S
+from origamig.call.neighborhood import Bound, Consolidation
+from origamig.errors import UserError
+from origamig.solver_registry import DEFAULT_BACKEND, backend_names
+
+
+class Arrival(StrEnum):
+    """How an arriving VM is placed at once (docs/policies.md#arrival-rule)."""
+
+    FF = "ff"  # first fit, the paper's rule
+    TC = "tc"  # TC's best fit by joint GPU utilization (the default: fewer PMs and migrations)
+
+
+DEFAULT_ARRIVAL = Arrival.TC.value  # a plain string: it is written into stored sweep options
+_BOOLEAN = (
+    "deterministic",
+    "random_neighborhoods",
+    "admission_calls",
+    "consolidation_calls",
+    "rotate",
+    "spill",
+    "reuse_unchanged",
+)
+
+
+@dataclass(frozen=True)
+class OrigaMIGOptions:
+    """Every option of OrigaMIG; building one checks them all and names each bad one."""
+
+    solver: str = DEFAULT_BACKEND
+    time_limit_s: float = 10.0
+    threads: int | None = None
+    deterministic: bool = False
+    work_limit: float | None = None
+    safety_net_s: float | None = SAFETY_NET_S
+    m_max: int = 16
+    n_max: int = 64
+    bound: Bound = Bound.PMS
+    theta: int = 1
+    timer_s: float | None = None
+    random_neighborhoods: bool = False
+    seed: int = 0
+    admission_calls: bool = True
+    consolidation_calls: bool = True
+    delta: float | None = None  # the migration penalty δ, replacing the weights' own
+    check_interval_s: float = 10.0
+    consolidation: Consolidation = Consolidation.FILL
+    rotate: bool = False
+    spill: bool = False
+    reuse_unchanged: bool = True
+    arrival: Arrival = Arrival.TC
+    grow_to: int | None = None
+    calls_per_step: int = 1
+
+    def __post_init__(self) -> None:
+        problems = _problems(self)
+        if problems:
+            raise UserError(problems)
+        for name, kind in (("bound", Bound), ("consolidation", Consolidation), ("arrival", Arrival)):
+            object.__setattr__(self, name, kind(getattr(self, name)))
+
+    @classmethod
+    def names(cls) -> frozenset[str]:
+        """The option names (the record's fields)."""
+        return frozenset(f.name for f in fields(cls))
+
+    @classmethod
+    def of(cls, options: Mapping[str, Any], base: OrigaMIGOptions | None = None) -> OrigaMIGOptions:
+        """`base` (default: the defaults) with keyword `options` changed; an unknown name is a
+        `UserError` naming the known ones."""
+        unknown = sorted(set(options) - cls.names())
+        if unknown:
+            known = ", ".join(sorted(cls.names()))
+            raise UserError([f"{k}: not an option of origamig (known: {known})" for k in unknown])
+        return replace(base, **options) if base is not None else cls(**options)
+
+
+def _problems(o: OrigaMIGOptions) -> list[str]:
+    """One line per bad option, naming the option, its value and what it may be."""
+    problems = []
+
+    def need(ok: bool, key: str, what: str) -> None:
+        if not ok:
+            problems.append(f"{key}: {getattr(o, key)!r} {what}")
+
+    def number(value: Any) -> bool:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+
+    def integer(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    def one_of(key: str, values: Any) -> None:
+        need(getattr(o, key) in list(values), key, f"is not one of {', '.join(values)}")
+
+    one_of("solver", backend_names())
+    one_of("bound", Bound)
+    for key in ("m_max", "n_max"):
+        need(integer(getattr(o, key)) and getattr(o, key) >= 1, key, "must be a positive integer")
+    need(o.threads is None or (integer(o.threads) and o.threads >= 1), "threads",
+         "must be a positive integer or null")  # fmt: skip
+    need(integer(o.theta) and o.theta >= 0, "theta", "must be an integer ≥ 0")
+    need(integer(o.seed), "seed", "must be an integer")
+    for key in ("time_limit_s", "work_limit", "timer_s", "safety_net_s"):
+        value = getattr(o, key)
+        need(value is None or (number(value) and value > 0), key, "must be a positive number or null")
+    need(
+        number(o.check_interval_s) and o.check_interval_s > 0, "check_interval_s", "must be a positive number"
+    )
+    need(o.delta is None or (number(o.delta) and o.delta >= 0), "delta", "must be a number ≥ 0 or null")
+    for key in _BOOLEAN:
+        need(isinstance(getattr(o, key), bool), key, "must be true or false")
+    need(o.grow_to is None or (integer(o.grow_to) and (not integer(o.m_max) or o.grow_to >= o.m_max)),
+         "grow_to", "must be an integer ≥ m_max or null")  # fmt: skip
+    need(integer(o.calls_per_step) and o.calls_per_step >= 1, "calls_per_step", "must be a positive integer")
+    if integer(o.calls_per_step) and o.calls_per_step > 1:
+        need(
+            o.grow_to is None and not o.rotate,
+            "calls_per_step",
+            "cannot be combined with grow_to or rotate yet",
+        )
+    one_of("arrival", Arrival)
+    one_of("consolidation", Consolidation)
+    return problems

@@ -1,0 +1,64 @@
+"""The OrigaMIG options record: one place that validates, str enums that keep the JSON spellings."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from origamig.call.neighborhood import Bound, Consolidation
+from origamig.errors import UserError
+from origamig.policies.base import make_policy, option_names, policy_factory
+from origamig.policies.optimizer.options import Arrival, OrigaMIGOptions
+from origamig.policies.optimizer.policy import OrigaMIG
+
+
+@pytest.mark.parametrize(
+    ("field", "kind"), [("bound", Bound), ("consolidation", Consolidation), ("arrival", Arrival)]
+)
+def test_a_json_spelling_becomes_its_enum_and_writes_back_the_same(field: str, kind: type) -> None:
+    for member in kind:
+        options = OrigaMIGOptions.of({field: member.value})
+        value = getattr(options, field)
+        assert type(value) is kind and value is member
+        assert json.dumps(value) == json.dumps(member.value)  # stored options stay byte-identical
+
+
+def test_every_bad_option_is_named_at_once() -> None:
+    with pytest.raises(UserError) as err:
+        OrigaMIGOptions.of({"m_max": 0, "arrival": "bf", "rotate": "yes", "nope": 1})
+    assert err.value.problems == ["nope: not an option of origamig (known: " + ", ".join(
+        sorted(OrigaMIGOptions.names())) + ")"]  # fmt: skip
+    with pytest.raises(UserError) as err:
+        OrigaMIGOptions.of({"m_max": 0, "arrival": "bf", "rotate": "yes"})
+    assert err.value.problems == [
+        "m_max: 0 must be a positive integer",
+        "rotate: 'yes' must be true or false",
+        "arrival: 'bf' is not one of ff, tc",
+    ]
+
+
+def test_the_record_and_the_keywords_build_the_same_policy() -> None:
+    record = OrigaMIGOptions(m_max=4, n_max=16, consolidation=Consolidation.SOURCES, arrival=Arrival.FF)
+    by_keywords = make_policy("origamig", m_max=4, n_max=16, consolidation="sources", arrival="ff")
+    assert isinstance(by_keywords, OrigaMIG)
+    assert OrigaMIG(record).options == by_keywords.options == record
+    assert OrigaMIG(record, m_max=8).options == OrigaMIGOptions.of({**asdict(record), "m_max": 8})
+
+
+def test_the_registry_reads_the_option_names_from_the_record() -> None:
+    assert option_names(policy_factory("origamig")) == OrigaMIGOptions.names() | {"weights"}
+
+
+@given(m=st.integers(-3, 40), grow=st.none() | st.integers(-3, 80))
+def test_grow_to_below_m_max_is_refused_and_nothing_else(m: int, grow: int | None) -> None:
+    ok = m >= 1 and (grow is None or grow >= m)
+    try:
+        OrigaMIGOptions(m_max=m, grow_to=grow)
+    except UserError:
+        assert not ok
+    else:
+        assert ok
