@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, ClassVar
 
 from origamig.cluster.records import Placement, VmSpec
@@ -23,11 +24,22 @@ DEFAULT_BANDWIDTH_GBIT_S = 12.5  # half of a 25 Gbit/s link (docs/policies.md#ex
 
 
 # --- steps ---------------------------------------------------------------------------------------
+class StepOp(StrEnum):
+    """The `op` of a plan step (docs/formats.md#plan), in the order a plan runs its kinds."""
+
+    POWER_ON = "power_on"
+    CREATE_GI = "create_gi"
+    MIGRATE = "migrate"
+    START = "start"
+    DESTROY_GI = "destroy_gi"
+    POWER_OFF = "power_off"
+
+
 @dataclass(frozen=True)
 class PowerOn:
     """Switch PM `pm` on (before the first VM step)."""
 
-    op: ClassVar[str] = "power_on"
+    op: ClassVar[StepOp] = StepOp.POWER_ON
     pm: str
     parking: bool = False
 
@@ -39,7 +51,7 @@ class PowerOn:
 class CreateGi:
     """Create GI number `gi` of VM `vm` on GPU `gpu` of PM `pm` at start slice `start`."""
 
-    op: ClassVar[str] = "create_gi"
+    op: ClassVar[StepOp] = StepOp.CREATE_GI
     vm: str
     gi: int
     pm: str
@@ -56,7 +68,7 @@ class CreateGi:
 class Migrate:
     """Live-migrate VM `vm` from PM `from_pm` to PM `to_pm` (equal: a move between GIs of one PM)."""
 
-    op: ClassVar[str] = "migrate"
+    op: ClassVar[StepOp] = StepOp.MIGRATE
     vm: str
     from_pm: str
     to_pm: str
@@ -76,7 +88,7 @@ class Migrate:
 class Start:
     """Start the admitted pending VM `vm` on PM `pm` (its GIs exist already)."""
 
-    op: ClassVar[str] = "start"
+    op: ClassVar[StepOp] = StepOp.START
     vm: str
     pm: str
     parking: bool = False
@@ -89,7 +101,7 @@ class Start:
 class DestroyGi:
     """Destroy the old GI number `gi` of VM `vm` on GPU `gpu` of PM `pm` at start slice `start`."""
 
-    op: ClassVar[str] = "destroy_gi"
+    op: ClassVar[StepOp] = StepOp.DESTROY_GI
     vm: str
     gi: int
     pm: str
@@ -106,7 +118,7 @@ class DestroyGi:
 class PowerOff:
     """Switch the empty PM `pm` off (after the last VM step)."""
 
-    op: ClassVar[str] = "power_off"
+    op: ClassVar[StepOp] = StepOp.POWER_OFF
     pm: str
     parking: bool = False
 
@@ -116,7 +128,7 @@ class PowerOff:
 
 Step = PowerOn | CreateGi | Migrate | Start | DestroyGi | PowerOff
 
-STEP_OPS: tuple[str, ...] = ("power_on", "create_gi", "migrate", "start", "destroy_gi", "power_off")
+STEP_OPS: tuple[str, ...] = tuple(StepOp)
 
 
 def _with_parking(d: dict[str, Any], parking: bool) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import importlib
 import os
 import time
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -22,21 +23,48 @@ from origamig.solver_registry import BACKEND_MODULES
 if TYPE_CHECKING:
     from origamig.bilp.compile import Compiled
 
-# termination: why the solver stopped
-OPTIMAL = "optimal"
-TIME_LIMIT = "time_limit"
-WORK_LIMIT = "work_limit"
-GAP_LIMIT = "gap_limit"
-INTERRUPTED = "interrupted"  # the wall-clock guard cancelled the solve
-INFEASIBLE = "infeasible"
-ERROR = "error"
-# guard: how a wall-clock limit was enforced when the solver did not stop by itself
-GUARD_CANCEL = "cancelled"
-GUARD_KILLED = "killed"
-# solution status: what we have
-SOLUTION_OPTIMAL = "optimal"
-SOLUTION_FEASIBLE = "feasible"
-SOLUTION_NONE = "none"
+
+class Termination(StrEnum):
+    """Why the solver stopped (the `termination` of the solve document)."""
+
+    OPTIMAL = "optimal"
+    TIME_LIMIT = "time_limit"
+    WORK_LIMIT = "work_limit"
+    GAP_LIMIT = "gap_limit"
+    INTERRUPTED = "interrupted"  # the wall-clock guard cancelled the solve
+    INFEASIBLE = "infeasible"
+    ERROR = "error"
+
+
+class Guard(StrEnum):
+    """How a wall-clock limit was enforced when the solver did not stop by itself."""
+
+    NONE = ""
+    CANCEL = "cancelled"
+    KILLED = "killed"
+
+
+class SolutionStatus(StrEnum):
+    """What the solve has."""
+
+    OPTIMAL = "optimal"
+    FEASIBLE = "feasible"
+    NONE = "none"
+
+
+# The short names the backends use for the members.
+OPTIMAL = Termination.OPTIMAL
+TIME_LIMIT = Termination.TIME_LIMIT
+WORK_LIMIT = Termination.WORK_LIMIT
+GAP_LIMIT = Termination.GAP_LIMIT
+INTERRUPTED = Termination.INTERRUPTED
+INFEASIBLE = Termination.INFEASIBLE
+ERROR = Termination.ERROR
+GUARD_CANCEL = Guard.CANCEL
+GUARD_KILLED = Guard.KILLED
+SOLUTION_OPTIMAL = SolutionStatus.OPTIMAL
+SOLUTION_FEASIBLE = SolutionStatus.FEASIBLE
+SOLUTION_NONE = SolutionStatus.NONE
 # A deterministic solve has no wall-clock limit, yet a solver phase that consults neither the work
 # budget nor an interrupt can run without end: HiGHS 1.16's MIP presolve, after a restart, sat over
 # 40 minutes in one 16-PM call that ends in 21 s with restarts off. Such a solve runs in a child
@@ -89,8 +117,8 @@ class SolveResult:
     """Why the solve stopped (`termination`) apart from what it has (`solution_status`)."""
 
     solver: str
-    termination: str
-    solution_status: str
+    termination: Termination
+    solution_status: SolutionStatus
     objective: float | None  # the incumbent's objective (maximize)
     bound: float | None  # proved upper bound
     wall_s: float
@@ -98,7 +126,7 @@ class SolveResult:
     x: np.ndarray | None = field(default=None, repr=False)
     # How the wall-clock limit was enforced: "" (the solver stopped by itself), GUARD_CANCEL (the
     # in-process guard interrupted it) or GUARD_KILLED (its child process was ended at the deadline).
-    guard: str = ""
+    guard: Guard = Guard.NONE
     reason: str = ""  # why, for ERROR (the solver's status or exception) and GUARD_KILLED
 
     @property
@@ -138,9 +166,9 @@ def start_result(
     solver: str,
     compiled: Compiled,
     hint: np.ndarray,
-    termination: str,
+    termination: Termination,
     wall_s: float,
-    guard: str,
+    guard: Guard | str,  # a member or its spelling ("" for none)
     reason: str,
 ) -> SolveResult:
     """The always-feasible start as the answer of a solve that produced nothing usable."""
@@ -153,7 +181,7 @@ def start_result(
         bound=max(objective, compiled.trivial_bound()),
         wall_s=wall_s,
         x=hint.copy(),
-        guard=guard,
+        guard=Guard(guard),
         reason=one_line(reason),
     )
 
@@ -185,7 +213,7 @@ def errors_as_result(backend: Any, compiled: Compiled, hint: np.ndarray, limits:
         return backend.solve_in_process(compiled, hint, limits)
     except (ValueError, OverflowError, RuntimeError, MemoryError) as exc:
         why = f"solver failed: {exc.__class__.__name__}: {exc}"
-        return start_result(backend.name, compiled, hint, ERROR, time.perf_counter() - t0, "", why)
+        return start_result(backend.name, compiled, hint, ERROR, time.perf_counter() - t0, Guard.NONE, why)
 
 
 def get_backend(name: str) -> Backend:

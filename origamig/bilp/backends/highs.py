@@ -169,7 +169,7 @@ class HighsBackend:
             wall_s=wall,
             work=max(0.0, float(info.simplex_iteration_count)) / _ITERATIONS_PER_WORK_UNIT,
             x=x,
-            guard=base.GUARD_CANCEL if interrupted else "",
+            guard=base.GUARD_CANCEL if interrupted else base.Guard.NONE,
             reason=reason,
         )
 

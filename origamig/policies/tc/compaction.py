@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from origamig.cluster.datacenter import DataCenter
@@ -40,7 +41,12 @@ from origamig.policies.arrival_rule import class_gpus, gi_order, profile_on
 from origamig.policies.tc.bookkeeping import ClassLayout, Gpu, GpuIndex, UndoJournal
 from origamig.policies.tc.rule import tc_place
 
-RULES = ("default", "literal")
+
+class TcRule(StrEnum):
+    """The TC compaction rule (the `tc_rule` option of the TC policy, docs/policies.md)."""
+
+    DEFAULT = "default"  # a second free GPU when at least three GPUs would be vacated
+    LITERAL = "literal"  # the rule as written
 
 
 @dataclass(frozen=True)
@@ -308,7 +314,7 @@ def _needed(added: int) -> int:
     return added + 1
 
 
-def compact_class(state: CompactionState, gpu_class: str, rule: str, stats: dict[str, int]) -> None:
+def compact_class(state: CompactionState, gpu_class: str, rule: TcRule, stats: dict[str, int]) -> None:
     """Run one class's compaction on `state` (see the module doc for the rule)."""
     order = sorted(
         (g for g in state.active if state.dc.pms[g[0]].gpus[g[1]].gpu_class == gpu_class),
@@ -335,7 +341,7 @@ def compact_class(state: CompactionState, gpu_class: str, rule: str, stats: dict
 
 
 def _trial(
-    state: CompactionState, order: list[Gpu], start: int, gpu_class: str, rule: str, stats: dict[str, int]
+    state: CompactionState, order: list[Gpu], start: int, gpu_class: str, rule: TcRule, stats: dict[str, int]
 ) -> tuple[bool, int]:
     """Vacate GPUs from `order[start]` on with the added free GPU(s); (kept?, where it stopped)."""
     before = len(state.vacated)
@@ -351,7 +357,7 @@ def _trial(
             continue
         if len(state.vacated) - before >= _needed(added):
             break
-        if rule == "default" and added == 1 and state.add_free_gpu(gpu_class) is not None:
+        if rule is TcRule.DEFAULT and added == 1 and state.add_free_gpu(gpu_class) is not None:
             added = 2
             stats["second_gpus"] += 1
             continue
@@ -359,10 +365,11 @@ def _trial(
     return len(state.vacated) - before >= _needed(added), n
 
 
-def compact(dc: DataCenter, rule: str = "default", classes: Iterable[str] | None = None) -> CompactionResult:
+def compact(
+    dc: DataCenter, rule: TcRule = TcRule.DEFAULT, classes: Iterable[str] | None = None
+) -> CompactionResult:
     """One compaction of every GPU class of `dc` (or of `classes`), on a read-only `dc`."""
-    if rule not in RULES:
-        raise ValueError(f"unknown TC rule {rule!r}")
+    rule = TcRule(rule)  # ValueError on an unknown rule
     state = CompactionState(dc)
     stats = {"trials": 0, "trials_kept": 0, "second_gpus": 0}
     for h in sorted(classes if classes is not None else (h for h in dc.active_gpus)):

@@ -27,7 +27,7 @@ from origamig.cluster.records import Placement, VmSpec
 from origamig.errors import UserError
 from origamig.policies.arrival_rule import choose_pm
 from origamig.policies.base import ArrivalDecision, Placed, Rejection, Work, register
-from origamig.policies.tc.compaction import RULES, compact
+from origamig.policies.tc.compaction import TcRule, compact
 from origamig.policies.tc.rule import tc_fit_on_pm
 
 if TYPE_CHECKING:
@@ -52,16 +52,16 @@ class TurkkanCompaction:
 
     name = "tc"
 
-    def __init__(self, period_s: float = DEFAULT_PERIOD_S, tc_rule: str = "default") -> None:
+    def __init__(self, period_s: float = DEFAULT_PERIOD_S, tc_rule: str = TcRule.DEFAULT) -> None:
         problems = []
         if not period_s > 0:
             problems.append(f"period_s: {period_s!r} must be a positive number of seconds")
-        if tc_rule not in RULES:
-            problems.append(f"tc_rule: {tc_rule!r} is not one of {', '.join(RULES)}")
+        if tc_rule not in list(TcRule):
+            problems.append(f"tc_rule: {tc_rule!r} is not one of {', '.join(TcRule)}")
         if problems:
             raise UserError(problems)
         self.period_s = float(period_s)
-        self.rule = tc_rule
+        self.rule = TcRule(tc_rule)
         self._next = self.period_s
         self._vacating = 0  # GPUs the compaction in flight vacates (one call at a time)
         self._c: dict[str, float] = dict.fromkeys(
