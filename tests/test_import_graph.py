@@ -29,7 +29,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("snapshots", ("origamig.snapshot",)),
     ("referees", ("origamig.judge",)),
     ("cluster: hardware, records, state", ("origamig.cluster",)),
-    ("errors, files and names", ("origamig.errors", "origamig.files", "origamig.solver_registry")),
+    (
+        "errors, files, names, memo tables",
+        ("origamig.errors", "origamig.files", "origamig.solver_registry", "origamig.memo"),
+    ),
 )
 # The independent judges import nothing they judge, not even through another module.
 JUDGES = ("origamig.judge.check", "origamig.judge.replay")

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from origamig.cluster.catalog import GpuModel
 from origamig.cluster.mig import geometry
 from origamig.cluster.records import Weights
+from origamig.memo import remember
 
 Slot = tuple[int, int]  # (profile index in its GPU model, start slice)
 
@@ -34,7 +35,13 @@ class Configuration:
     capacity: tuple[int, ...]  # |S(F,p)| per profile for the slices it leaves free
 
 
+# The tables below are keyed by plain values, not by the model or the weights (a GpuModel hashes
+# slowly, a Weights not at all: origamig/memo.py). model name → (model, configurations, groups by
+# counts), replaced when another model object of that name comes.
 _ENUMERATED: dict[str, tuple[GpuModel, tuple[Configuration, ...], dict[tuple[int, ...], list[int]]]] = {}
+MODELS_KEPT = 64  # model names
+TABLES_KEPT = 4096  # CF tables: model × free-start weights
+PRUNED_KEPT = 65536  # prunings: one per distinct (model, GIs allowed, GIs on the GPU, weights)
 
 
 def enumerate_configurations(model: GpuModel) -> tuple[Configuration, ...]:
@@ -66,12 +73,11 @@ def _enumerated(
     groups: dict[tuple[int, ...], list[int]] = {}
     for n, c in enumerate(found):
         groups.setdefault(c.counts, []).append(n)
-    hit = (model, tuple(found), groups)
-    _ENUMERATED[model.name] = hit
-    return hit
+    _ENUMERATED.pop(model.name, None)
+    return remember(_ENUMERATED, model.name, (model, tuple(found), groups), MODELS_KEPT)
 
 
-_CF: dict[tuple, list[float]] = {}
+_CF: dict[tuple, list[float]] = {}  # (model, weight of each profile) → CF of each configuration
 
 
 def cf_table(model: GpuModel, weights: Weights) -> list[float]:
@@ -80,14 +86,14 @@ def cf_table(model: GpuModel, weights: Weights) -> list[float]:
     key = (model.name, wvec)
     hit = _CF.get(key)
     if hit is None:
-        hit = [
-            sum(w * c for w, c in zip(wvec, conf.capacity, strict=True))
-            for conf in enumerate_configurations(model)
-        ]
-        _CF[key] = hit
+        configs = enumerate_configurations(model)
+        cf = [sum(w * c for w, c in zip(wvec, conf.capacity, strict=True)) for conf in configs]
+        hit = remember(_CF, key, cf, TABLES_KEPT)
     return hit
 
 
+# (model, available, previous, weights) → the configurations kept; the keys follow the GPUs' states,
+# so a long run meets ever new ones: the table is bounded (the oldest pruning is forgotten first).
 _PRUNED: dict[tuple, tuple[int, ...]] = {}
 
 
@@ -119,9 +125,7 @@ def usable_configurations(
                 c2 >= c1 and kept2 >= kept and (c2 > c1 or kept2 > kept or n2 < n) for c2, kept2, n2 in scored
             ):
                 keep.append(n)
-    out = tuple(sorted(keep))
-    _PRUNED[key] = out
-    return out
+    return remember(_PRUNED, key, tuple(sorted(keep)), PRUNED_KEPT)
 
 
 def configuration_of(model: GpuModel, slots: frozenset[Slot]) -> int:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from origamig.cluster.catalog import GpuModel, Profile
 from origamig.errors import PlacementError
+from origamig.memo import remember
 
 
 class Geometry:
@@ -71,15 +72,16 @@ class Geometry:
         return start in profile.starts
 
 
+# id(model) → (model, its tables): keyed by identity, as hashing a GpuModel is slow (origamig/memo.py).
 _GEOMETRIES: dict[int, tuple[GpuModel, Geometry]] = {}
+GEOMETRIES_KEPT = 256  # GPU model objects: a catalog has a dozen; each snapshot's inline models add theirs
 
 
 def geometry(model: GpuModel) -> Geometry:
     """The (cached) tables of `model`."""
     hit = _GEOMETRIES.get(id(model))
     if hit is None or hit[0] is not model:
-        hit = (model, Geometry(model))
-        _GEOMETRIES[id(model)] = hit
+        hit = remember(_GEOMETRIES, id(model), (model, Geometry(model)), GEOMETRIES_KEPT)
     return hit[1]
 
 

@@ -23,6 +23,7 @@ from typing import Any
 from origamig.cluster.catalog import GpuModel, Profile
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import MILLI, NO_GPU_CLASS, GiSlot, Placement, PmSpec, VmSpec
+from origamig.memo import remember
 from origamig.policies.base import Rejection
 
 PmFit = Callable[[DataCenter, int, VmSpec, tuple[int, ...]], "tuple[Any, Placement] | None"]
@@ -43,7 +44,10 @@ def profile_on(model: GpuModel, prof: Profile) -> Profile | None:
     return model.profile(prof.name)
 
 
+# id(PM list) → (the list, GPU indices by class per PM): keyed by identity, the list kept in the entry
+# (origamig/memo.py). A run uses one PM list; tests build many.
 _CLASS_GPUS: dict[int, tuple[tuple[PmSpec, ...], list[dict[str, tuple[int, ...]]]]] = {}
+CLASS_GPUS_KEPT = 64
 
 
 def class_gpus(dc: DataCenter, j: int, gpu_class: str) -> tuple[int, ...]:
@@ -56,10 +60,7 @@ def class_gpus(dc: DataCenter, j: int, gpu_class: str) -> tuple[int, ...]:
             for k, g in enumerate(pm.gpus):
                 by_class.setdefault(g.gpu_class, []).append(k)
             table.append({h: tuple(ks) for h, ks in by_class.items()})
-        hit = (dc.pms, table)
-        if len(_CLASS_GPUS) >= 64:  # bounded: a run uses one PM list; tests build many
-            _CLASS_GPUS.clear()
-        _CLASS_GPUS[id(dc.pms)] = hit
+        hit = remember(_CLASS_GPUS, id(dc.pms), (dc.pms, table), CLASS_GPUS_KEPT)
     return hit[1][j].get(gpu_class, ())
 
 

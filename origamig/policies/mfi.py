@@ -20,6 +20,7 @@ from origamig.cluster.catalog import Profile
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.mig import Geometry
 from origamig.cluster.records import GiSlot, Placement, VmSpec
+from origamig.memo import remember
 from origamig.policies.arrival_only import ArrivalOnlyPolicy
 from origamig.policies.arrival_rule import choose_pm, class_gpus, profile_on
 from origamig.policies.base import Rejection, register
@@ -42,7 +43,10 @@ def least_increase(geo: Geometry, occ: int, profile: Profile) -> tuple[int, int]
     return None if hit[1] < 0 else hit
 
 
+# id(geometry) → (geometry, fragmentation of every occupancy, best start per profile and occupancy):
+# keyed by identity for speed, the geometry kept in the entry (origamig/memo.py).
 _TABLES: dict[int, tuple[Geometry, list[int], list[list[tuple[int, int]]]]] = {}
+TABLES_KEPT = 256  # geometries, one per GPU model object (cluster.mig.GEOMETRIES_KEPT)
 
 
 def _tables(geo: Geometry) -> tuple[list[int], list[list[tuple[int, int]]]]:
@@ -66,8 +70,7 @@ def _tables(geo: Geometry) -> tuple[list[int], list[list[tuple[int, int]]]]:
                 options = [(frag[occ | m] - frag[occ], z) for z, m in window if not occ & m]
                 row.append(min(options) if options else (0, -1))
             best.append(row)
-        hit = (geo, frag, best)
-        _TABLES[id(geo)] = hit
+        hit = remember(_TABLES, id(geo), (geo, frag, best), TABLES_KEPT)
     return hit[1], hit[2]
 
 

@@ -34,6 +34,7 @@ from origamig.call.neighborhood import (
 )
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import VmSpec, Weights
+from origamig.memo import remember
 from origamig.policies.arrival_rule import choose_pm, first_fit
 from origamig.policies.base import ArrivalDecision, CallStats, Deferred, Placed, Rejection, Work, register
 from origamig.policies.optimizer.options import Arrival, OrigaMIGOptions
@@ -224,9 +225,7 @@ class OrigaMIG:
         else:
             work = run_call(dc, nb, self.weights, self.solver, self.limits, select_s)
             if key is not None and _proved_unchanged(work):
-                if len(self._unchanged) >= REUSE_CAPACITY:
-                    self._unchanged.pop(next(iter(self._unchanged)))
-                self._unchanged[key] = work
+                remember(self._unchanged, key, work, REUSE_CAPACITY)
         assert work.call is not None
         if nb.kind == "consolidation" and nb.gpu_class is not None:
             running, applied = self._class_running.get(nb.gpu_class, (0, False))

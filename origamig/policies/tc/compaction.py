@@ -37,6 +37,7 @@ from typing import Any
 
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import Placement, VmSpec
+from origamig.memo import remember
 from origamig.policies.arrival_rule import class_gpus, gi_order, profile_on
 from origamig.policies.tc.bookkeeping import ClassLayout, Gpu, GpuIndex, UndoJournal
 from origamig.policies.tc.rule import tc_place
@@ -289,9 +290,11 @@ class CompactionState:
         return pick
 
 
-# (geometry, profile index, profile index, used slices) -> fits; the key holds the geometry itself, so
-# an id is never reused for another one while cached.
+# (geometry, profile index, profile index, used slices) -> fits; the key holds the geometry itself (it
+# hashes by identity), so an id is never reused for another one while cached. Bounded: each geometry
+# adds at most profiles² × 2^slices entries (origamig/memo.py).
 _PAIR_FITS: dict[tuple[Any, int, int, int], bool] = {}
+PAIR_FITS_KEPT = 1 << 18
 
 
 def _pair_fits(geo: Any, ia: int, ib: int, occ: int) -> bool:
@@ -299,9 +302,10 @@ def _pair_fits(geo: Any, ia: int, ib: int, occ: int) -> bool:
     key = (geo, ia, ib, occ)
     hit = _PAIR_FITS.get(key)
     if hit is None:
-        hit = _PAIR_FITS[key] = any(
+        fits = any(
             not (ma & mb) and not (occ & (ma | mb)) for _, ma in geo.windows[ia] for _, mb in geo.windows[ib]
         )
+        hit = remember(_PAIR_FITS, key, fits, PAIR_FITS_KEPT)
     return hit
 
 
@@ -357,7 +361,7 @@ def _trial(
             continue
         if len(state.vacated) - before >= _needed(added):
             break
-        if rule is TcRule.DEFAULT and added == 1 and state.add_free_gpu(gpu_class) is not None:
+        if rule == TcRule.DEFAULT and added == 1 and state.add_free_gpu(gpu_class) is not None:
             added = 2
             stats["second_gpus"] += 1
             continue
