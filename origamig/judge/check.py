@@ -25,26 +25,23 @@ class Violation:
 
 # What the checker reads of a PM, a VM and a placement: read-only members, so that the frozen records
 # of cluster/records.py (and the replay's own pieces) satisfy them without being imported here.
-class _PmLike(Protocol):
+class _Sized(Protocol):
     @property
     def id(self) -> str: ...
     @property
     def cpu_m(self) -> int: ...
     @property
     def ram_mb(self) -> int: ...
+
+
+class _PmLike(_Sized, Protocol):
     @property
     def gpus(self) -> tuple[Any, ...]: ...
     @property
     def powered_off(self) -> bool: ...
 
 
-class _VmLike(Protocol):
-    @property
-    def id(self) -> str: ...
-    @property
-    def cpu_m(self) -> int: ...
-    @property
-    def ram_mb(self) -> int: ...
+class _VmLike(_Sized, Protocol):
     @property
     def gis(self) -> tuple[Any, ...]: ...
 
