@@ -1,1 +1,1 @@
-"""The discrete-event simulator: workload, event loop, energy, metrics and the multi-run runner."""
+"""The discrete-event simulator, one run: workload, event loop, energy, metrics (many runs: `study/`)."""

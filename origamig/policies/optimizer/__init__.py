@@ -1,1 +1,2 @@
-"""The OrigaMIG policy (registry name "origamig"): arrival rule, triggers, calls (`decision.py`)."""
+"""The OrigaMIG policy (registry name "origamig"): arrival rule, triggers, calls (`call/decision.py`);
+options in one record (`options.py`)."""

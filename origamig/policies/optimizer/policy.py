@@ -7,7 +7,7 @@ otherwise it joins the pending queue Q. Every `check_interval_s` (10 s), if no c
 an admission call when Q is non-empty, else a consolidation call for the first class whose gap
 Γ_h ≥ θ (O(1) counters); with `calls_per_step` > 1, further consolidation calls beside it on PMs no
 call of the check holds. A call selects its neighborhood with Algorithm 1 (or at random), solves the
-restricted BILP, plans the migrations, and applies only a strictly better plan (`decision.py`).
+restricted BILP, plans the migrations, and applies only a strictly better plan (`call/decision.py`).
 Complexity: an arrival is one pass over the PMs O(|M|·|K|); a check is O(#classes); a call is one pass
 over the PMs plus a bounded BILP. Ties: lowest PM, GPU and start, oldest pending VM first.
 """
@@ -37,7 +37,11 @@ from origamig.cluster.records import VmSpec, Weights
 from origamig.memo import remember
 from origamig.policies.arrival_rule import choose_pm, first_fit
 from origamig.policies.base import ArrivalDecision, CallStats, Deferred, Placed, Rejection, Work, register
-from origamig.policies.optimizer.options import Arrival, OrigaMIGOptions
+from origamig.policies.optimizer.options import (
+    DEFAULT_ARRIVAL,  # noqa: F401 — sweeps import it from here
+    Arrival,
+    OrigaMIGOptions,
+)
 from origamig.policies.optimizer.triggers import Triggers
 from origamig.policies.tc.rule import tc_fit_on_pm
 
