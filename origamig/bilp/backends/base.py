@@ -27,6 +27,7 @@ TIME_LIMIT = "time_limit"
 WORK_LIMIT = "work_limit"
 GAP_LIMIT = "gap_limit"
 INTERRUPTED = "interrupted"  # the wall-clock guard cancelled the solve
+BOUND = "bound"  # not solved: the LP bound proved the start optimal first (`bilp/bound.py`)
 INFEASIBLE = "infeasible"
 ERROR = "error"
 # guard: how a wall-clock limit was enforced when the solver did not stop by itself
