@@ -1,4 +1,4 @@
-"""The BILP optimizer: restrict to a region, build (Pyomo), compile, solve (HiGHS / CP-SAT), decode.
+"""The BILP optimizer: restrict to a region, build (Pyomo), compile, LP bound, solve (HiGHS / CP-SAT), decode.
 
 `solve_region(dc, region_pms, pending, weights)` optimizes Eq. (5) over the running VMs of
 `region_pms` plus the given pending VMs, everything else fixed. The solver objective is

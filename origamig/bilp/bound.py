@@ -83,9 +83,13 @@ def lagrangian_bound(compiled: Compiled, duals: np.ndarray) -> float:
 
 
 def lp_duals(compiled: Compiled, time_limit_s: float | None) -> tuple[np.ndarray | None, float]:
-    """Row duals of the LP relaxation (HiGHS simplex, one thread), or None if it was not solved;
-    and the work spent (thousands of simplex iterations)."""
-    import highspy
+    """Row duals of the LP relaxation (HiGHS simplex, one thread), or None if it was not solved (or
+    highspy is not installed: then no proof, every call goes to its solver); and the work spent
+    (thousands of simplex iterations)."""
+    try:
+        import highspy
+    except ImportError:
+        return None, 0.0
 
     from origamig.bilp.backends.highs import ITERATIONS_PER_WORK_UNIT, highs_lp, new_highs
 
