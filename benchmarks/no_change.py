@@ -150,8 +150,11 @@ def draw(doc: dict[str, Any], path: Path) -> None:
             c=colour,
             label=label,
         )
-    top = max([r["solves"][v]["wall_s"] for r in rows for v in VERSIONS] + [0.1])
-    ax.plot([0, top], [0, top], "k:", lw=0.8)
+    times = [r["solves"][v]["wall_s"] for r in rows for v in VERSIONS]
+    low, top = min([*times, 0.1]), max([*times, 0.1])
+    ax.plot([low, top], [low, top], "k:", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
     ax.set_xlabel("MIP alone: call wall time (s)")
     ax.set_ylabel("LP bound first: call wall time (s)")
     ax.set_title("No-change proofs, same calls, one run")
