@@ -15,7 +15,6 @@ proves "no change" only where the MIP's optimum is the start's.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -27,7 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from publish import publish, quantile
+from publish import publish, quantile, scale_parser
 from solver_replay import Setup, record
 
 from origamig.bilp import Limits, build_model, compile_model, no_change_proof, restrict, solve_region
@@ -165,11 +164,7 @@ def draw(doc: dict[str, Any], path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    mode = ap.add_mutually_exclusive_group()
-    mode.add_argument("--quick", action="store_true", help="32 PMs, 12 h, every call (default)")
-    mode.add_argument("--full", action="store_true", help="128 PMs, the calls in 40-44 h")
-    ap.add_argument("--replay", type=Path, help="replay this recorded calls file instead of simulating")
+    ap = scale_parser(__doc__, "32 PMs, 12 h, every call (default)", "128 PMs, the calls in 40-44 h")
     ap.add_argument("--out", type=Path, default=RESULTS / "no_change.json")
     args = ap.parse_args(argv)
     setup = FULL if args.full else QUICK
