@@ -3,6 +3,7 @@ machine load, print, write JSON and PNG."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -40,3 +41,14 @@ def publish(
     png = out.with_suffix(".png")
     draw(doc, png)
     print(f"wrote {out} and {png} in {doc['wall_s']:.0f} s")
+
+
+def scale_parser(doc: str, quick_help: str, full_help: str) -> argparse.ArgumentParser:
+    """The arguments of a benchmark that records calls and replays them: `--quick` (the default) or
+    `--full`, and `--replay FILE` to replay a recorded calls file instead of simulating."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", help=quick_help)
+    mode.add_argument("--full", action="store_true", help=full_help)
+    ap.add_argument("--replay", type=Path, help="replay this recorded calls file instead of simulating")
+    return ap

@@ -19,7 +19,6 @@ optimal, and the share of calls at the best objective any setting found, at 1, 2
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -33,7 +32,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from paper_values import TABLE10, TABLE12_CALL_MEDIAN_S
-from publish import publish, quantile
+from publish import publish, quantile, scale_parser
 
 from origamig.bilp import Limits, solve_region
 from origamig.call.neighborhood import Neighborhood
@@ -340,11 +339,7 @@ def draw(doc: dict[str, Any], path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    mode = ap.add_mutually_exclusive_group()
-    mode.add_argument("--quick", action="store_true", help="32 PMs, 12 calls (default)")
-    mode.add_argument("--full", action="store_true", help="128 PMs, 60 calls")
-    ap.add_argument("--replay", type=Path, help="replay this recorded calls file instead of simulating")
+    ap = scale_parser(__doc__, "32 PMs, 12 calls (default)", "128 PMs, 60 calls")
     ap.add_argument(
         "--settings",
         default=",".join(f"{n}-{t}" for n, t in SETTINGS),

@@ -13,7 +13,8 @@ Families (seed `--seed`, instances in generation order, so a smaller count is a 
   dc48       48 PMs thinned to 100 VMs (a random 100 of the first-fit fill stay), 4–8 pending
 Each instance is solved by every setting with a 10 s limit (`--limit`). On a shared machine wall
 times grow with the load; each solve's CPU time and the solvers' deterministic work (HiGHS
-thousands of simplex iterations, CP-SAT deterministic seconds) are recorded next to them.
+thousands of simplex iterations, CP-SAT deterministic seconds) are recorded next to them, and so is
+the root gap: the LP bound (docs/model.md#no-change-proof) minus the best objective found.
 Prints a line per instance, a table of medians and maxima per family and setting next to the
 reference figures (a prototype of the same form; `--baseline` adds an earlier run, e.g. made at an
 older commit on the same instances), and writes benchmarks/results/solvers.json (or `--out`).
@@ -35,7 +36,7 @@ import statistics
 import time
 from pathlib import Path
 
-from origamig.bilp import Limits, build_model, compile_model, decode, restrict
+from origamig.bilp import Limits, build_model, compile_model, decode, no_change_proof, restrict
 from origamig.bilp.backends.base import get_backend
 from origamig.cluster.catalog import default_catalog
 from origamig.cluster.datacenter import DataCenter
@@ -119,6 +120,9 @@ def run_instance(
     t1 = time.perf_counter()
     compiled = compile_model(model)
     t2 = time.perf_counter()
+    proof = no_change_proof(
+        compiled, Limits(time_limit_s=None)
+    )  # the LP bound (docs/model.md#no-change-proof)
     row = {
         "instance": label,
         "pms": len(dc.pms),
@@ -130,6 +134,8 @@ def run_instance(
         "build_s": t1 - t0,
         "compile_s": t2 - t1,
         "start_objective": compiled.objective_of(compiled.hint),
+        "lp_bound": proof.bound,
+        "lp_s": proof.wall_s,
         "solves": {},
     }
     everything = {**dc.vms, **dc.pending}
@@ -147,6 +153,8 @@ def run_instance(
             "checker_violations": len(check_placement(dc.pms, everything, combined)),
             "evaluate": value,
         }
+    best = max(x["objective"] for x in row["solves"].values() if x["objective"] is not None)
+    row["root_gap"] = proof.bound - best  # LP bound − best objective found (the optimum when proved)
     return row
 
 
@@ -184,6 +192,8 @@ def summarize(rows: list[dict]) -> list[dict]:
                         [x["objective"] - r["start_objective"] for x, r in zip(solves, rs, strict=True)]
                     ),
                     "max_overrun_s": max(x["overrun_s"] for x in solves),
+                    "root_gap": _median([r["root_gap"] for r in rs]),
+                    "max_root_gap": max(r["root_gap"] for r in rs),
                     "bad": sum(
                         x["checker_violations"] > 0 or x["evaluate"] < x["objective"] - 1e-6 for x in solves
                     ),
@@ -197,6 +207,7 @@ def print_summary(summary: list[dict], title: str) -> None:
     head = f"{'group':11} {'solver':9} {'n':>2} {'vms':>4} {'cols':>6} {'nnz':>7} {'build':>6} {'compile':>7}"
     head += (
         f" {'solve':>6} {'max':>6} {'cpu':>6} {'maxcpu':>6} {'work':>6} {'proved':>6} {'gap%':>5} {'bad':>3}"
+        f" {'rootgap':>7} {'max':>5}"
     )
     print(head)
     for s in summary:
@@ -205,7 +216,8 @@ def print_summary(summary: list[dict], title: str) -> None:
             f"{s['columns']:6.0f} {s['nonzeros']:7.0f} "
             f"{s['build_s']:6.3f} {s['compile_s']:7.3f} {s['solve_s']:6.2f} {s['max_solve_s']:6.2f} "
             f"{s['cpu_s']:6.2f} {s['max_cpu_s']:6.2f} {s['work']:6.1f} {s['proved']:3}/{s['n']:<2} "
-            f"{100 * s['gap']:5.2f} {s['bad']:3}"
+            f"{100 * s['gap']:5.2f} {s['bad']:3} {s.get('root_gap', float('nan')):7.1f} "
+            f"{s.get('max_root_gap', float('nan')):5.1f}"
         )
 
 

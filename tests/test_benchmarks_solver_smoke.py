@@ -24,6 +24,7 @@ from tests.builders import at, datacenter, pm, vm
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 import bilp_scaling
+import no_change
 import optimality_gap
 import solver_replay
 import solvers
@@ -253,3 +254,25 @@ def test_publish_writes_json_with_run_time_and_load_and_draws_next_to_it(tmp_pat
     doc = json.loads(out.read_text())
     assert doc["mode"] == "quick" and doc["wall_s"] >= 0 and doc["meta"]["cpus"] == os.cpu_count()
     assert drawn == [out.with_suffix(".png")] and printed[0]["mode"] == "quick"
+
+
+def test_no_change_replay_compares_both_versions(tmp_path: Path) -> None:
+    dc, nb = _fragment()  # a pending VM that fits: the optimum admits it
+    doc = solver_replay.neighborhood_document(dc, nb, Weights())
+    improving = {"t_s": 0.0, "kind": nb.kind, "snapshot": doc}
+    settled = datacenter([pm("pm0")], [(vm("a", ["3g.20gb"]), at(0, (0, 4)))])
+    alone = solver_replay.Neighborhood((0,), (), kind="consolidation")
+    doc = solver_replay.neighborhood_document(settled, alone, Weights())
+    still = {"t_s": 1.0, "kind": "consolidation", "snapshot": doc}
+    rows = [no_change.replay(improving, 0), no_change.replay(still, 1)]
+    assert not rows[0]["no_change"] and rows[0]["solves"]["bound+mip"]["termination"] != "bound"
+    assert rows[1]["no_change"] and rows[1]["solves"]["bound+mip"]["termination"] == "bound"
+    for r in rows:
+        assert r["root_gap"] >= -1e-6  # the LP bound is never below the optimum
+    summary = no_change.summarize(rows)
+    assert summary["proved_by_bound"] == 1 and summary["unchanged_calls"] == 1
+    assert summary["wrong_proofs"] == 0 and summary["objective_mismatches"] == 0
+    doc = {"scale": "tiny", "summary": summary, "calls": rows}
+    no_change.print_table(doc)
+    no_change.draw(doc, tmp_path / "no_change.png")
+    assert (tmp_path / "no_change.png").stat().st_size > 10_000

@@ -1,4 +1,4 @@
-"""The BILP optimizer: restrict to a region, build (Pyomo), compile, solve (HiGHS / CP-SAT), decode.
+"""The BILP optimizer: restrict to a region, build (Pyomo), compile, LP bound, solve (HiGHS / CP-SAT), decode.
 
 `solve_region(dc, region_pms, pending, weights)` optimizes Eq. (5) over the running VMs of
 `region_pms` plus the given pending VMs, everything else fixed. The solver objective is
@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from origamig.bilp.backends.base import Limits, SolveResult, available, get_backend
+from origamig.bilp.bound import NoChangeProof, no_change_proof
 from origamig.bilp.compile import Compiled, compile_model, decode
 from origamig.bilp.model import BilpModel, build_model
 from origamig.bilp.restrict import Region, fixed_constant, restrict
@@ -27,6 +28,7 @@ __all__ = [
     "BilpModel",
     "Compiled",
     "Limits",
+    "NoChangeProof",
     "Region",
     "RegionSolution",
     "SolveResult",
@@ -36,6 +38,7 @@ __all__ = [
     "compile_model",
     "decode",
     "fixed_constant",
+    "no_change_proof",
     "restrict",
     "solve_region",
 ]
@@ -49,7 +52,7 @@ class RegionSolution:
     admitted: tuple[str, ...]
     rejected: tuple[str, ...]
     result: SolveResult
-    timings: dict[str, float]  # build_s, compile_s, solve_s, decode_s
+    timings: dict[str, float]  # build_s, compile_s, bound_s, solve_s, decode_s
     work: float  # deterministic work units spent (see the backend)
     size: dict[str, int]  # columns, rows, nonzeros
     modeled_s: float = 0.0  # load-independent duration: work × the backend's seconds per unit + build
@@ -67,8 +70,13 @@ def solve_region(
     weights: Weights,
     solver: str = "highs",
     limits: Limits = Limits(),  # noqa: B008 — frozen record
+    prove_first: bool = True,
 ) -> RegionSolution:
-    """Optimize the region from its current placement (pending VMs rejected) as the start."""
+    """Optimize the region from its current placement (pending VMs rejected) as the start.
+
+    With `prove_first`, the LP bound is tried before the MIP (`bound.no_change_proof`): when it
+    proves that nothing beats the current placement, that placement is the answer, proved optimal,
+    with termination `bound` and no MIP solved."""
     backend = get_backend(solver)
     t0 = time.perf_counter()
     region = restrict(dc, region_pms, pending)
@@ -76,7 +84,12 @@ def solve_region(
     t1 = time.perf_counter()
     compiled = compile_model(model)
     t2 = time.perf_counter()
-    result = backend.solve(compiled, compiled.hint, limits)
+    proof = no_change_proof(compiled, limits) if prove_first else None
+    t_bound = time.perf_counter()
+    if proof is not None and proof.proved:
+        result = proof.as_result(backend.name, compiled)
+    else:
+        result = backend.solve(compiled, compiled.hint, _less_time(limits, t_bound - t2))
     t3 = time.perf_counter()
     target = decode(model, compiled, result.x if result.x is not None else compiled.hint)
     if not result.proved_optimal:
@@ -87,8 +100,24 @@ def solve_region(
     t4 = time.perf_counter()
     admitted = tuple(v for v in region.pending if v in target)
     rejected = tuple(v for v in region.pending if v not in target)
-    timings = {"build_s": t1 - t0, "compile_s": t2 - t1, "solve_s": t3 - t2, "decode_s": t4 - t3}
+    timings = {
+        "build_s": t1 - t0,
+        "compile_s": t2 - t1,
+        "bound_s": t_bound - t2,
+        "solve_s": t3 - t_bound,
+        "decode_s": t4 - t3,
+    }
     modeled = (
-        result.work * backend.seconds_per_work + compiled.size.get("nonzeros", 0) * BUILD_SECONDS_PER_NONZERO
+        result.work * backend.seconds_per_work
+        + (proof.modeled_s if proof is not None else 0.0)
+        + compiled.size.get("nonzeros", 0) * BUILD_SECONDS_PER_NONZERO
     )
     return RegionSolution(target, admitted, rejected, result, timings, result.work, compiled.size, modeled)
+
+
+def _less_time(limits: Limits, spent_s: float) -> Limits:
+    """`limits` with `spent_s` taken off its wall-clock limit (deterministic budgets are untouched)."""
+    wall = limits.wall_limit_s
+    if wall is None or spent_s <= 0:
+        return limits
+    return replace(limits, time_limit_s=max(0.0, wall - spent_s))

@@ -32,6 +32,7 @@ class Termination(StrEnum):
     WORK_LIMIT = "work_limit"
     GAP_LIMIT = "gap_limit"
     INTERRUPTED = "interrupted"  # the wall-clock guard cancelled the solve
+    BOUND = "bound"  # not solved: the LP bound proved the start optimal first (`bilp/bound.py`)
     INFEASIBLE = "infeasible"
     ERROR = "error"
 
@@ -58,6 +59,7 @@ TIME_LIMIT = Termination.TIME_LIMIT
 WORK_LIMIT = Termination.WORK_LIMIT
 GAP_LIMIT = Termination.GAP_LIMIT
 INTERRUPTED = Termination.INTERRUPTED
+BOUND = Termination.BOUND
 INFEASIBLE = Termination.INFEASIBLE
 ERROR = Termination.ERROR
 GUARD_CANCEL = Guard.CANCEL

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 _GUARD_GRACE_S = 0.05  # cancel this long after the limit if HiGHS has not stopped by itself
 # Presolve + symmetry detection of the H100 stress model (436k nonzeros): 4.5-6 s under load.
 PRESOLVE_S_PER_NONZERO = 1e-5
-_ITERATIONS_PER_WORK_UNIT = 1000
+ITERATIONS_PER_WORK_UNIT = 1000
 _PRESOLVE_PROBING = 1 << 15  # HiGHS presolve rule 15 (probing), as a `presolve_rule_off` bit
 _threads_in_use: list[int] = []
 _banner_done: list[bool] = []
@@ -85,9 +85,9 @@ class HighsBackend:
         self, highspy: Any, compiled: Compiled, hint: np.ndarray | None, limits: base.Limits, t0: float
     ) -> tuple[Any, bool]:
         """One guarded HiGHS run; returns (solver, whether the wall-clock guard cancelled it)."""
-        h = _new_highs(highspy)
+        h = new_highs(highspy)
         self._apply_limits(h, compiled, limits)
-        h.passModel(_lp(highspy, compiled))
+        h.passModel(highs_lp(highspy, compiled))
         if hint is not None:
             start = highspy.HighsSolution()
             start.col_value = list(map(float, hint))
@@ -167,14 +167,14 @@ class HighsBackend:
             objective=objective,
             bound=bound,
             wall_s=wall,
-            work=max(0.0, float(info.simplex_iteration_count)) / _ITERATIONS_PER_WORK_UNIT,
+            work=max(0.0, float(info.simplex_iteration_count)) / ITERATIONS_PER_WORK_UNIT,
             x=x,
             guard=base.GUARD_CANCEL if interrupted else base.Guard.NONE,
             reason=reason,
         )
 
 
-def _new_highs(highspy: Any) -> Any:
+def new_highs(highspy: Any) -> Any:
     """A Highs instance. The first one in a process prints a banner on the C-level stdout before any
     option can silence it (it would corrupt `--json` output), so that one is made with fd 1 muted."""
     if _banner_done:
@@ -208,7 +208,8 @@ def _tolerance(compiled: Compiled, objective: float) -> float:
     return max(0.999 * compiled.objective_step, 1e-6 * max(1.0, abs(objective)))
 
 
-def _lp(highspy: Any, compiled: Compiled) -> Any:
+def highs_lp(highspy: Any, compiled: Compiled, relaxed: bool = False) -> Any:
+    """The compiled model as a HighsLp; `relaxed` drops integrality (the LP relaxation)."""
     A = compiled.A
     inf = highspy.kHighsInf
     lp = highspy.HighsLp()
@@ -225,9 +226,10 @@ def _lp(highspy: Any, compiled: Compiled) -> Any:
     lp.a_matrix_.start_ = A.indptr.astype(np.int32)
     lp.a_matrix_.index_ = A.indices.astype(np.int32)
     lp.a_matrix_.value_ = A.data.astype(float)
-    lp.integrality_ = [
-        highspy.HighsVarType.kInteger if b else highspy.HighsVarType.kContinuous for b in compiled.integer
-    ]
+    if not relaxed:
+        lp.integrality_ = [
+            highspy.HighsVarType.kInteger if b else highspy.HighsVarType.kContinuous for b in compiled.integer
+        ]
     return lp
 
 

@@ -300,7 +300,8 @@ def _proved_unchanged(work: Work) -> bool:
     return call is not None and not work.applied and call.outcome == "no_change" and call.proved_optimal
 
 
-PHASES = ("select_s", "build_s", "compile_s", "solve_s", "decode_s", "plan_s")  # of a call's wall time
+# The phases of a call's wall time (bound_s: the LP bound before the MIP, docs/model.md#no-change-proof).
+PHASES = ("select_s", "build_s", "compile_s", "bound_s", "solve_s", "decode_s", "plan_s")
 
 
 def run_call(
