@@ -17,7 +17,7 @@ from origamig.cluster.catalog import DEFAULT_PM_MODEL, Catalog, GpuModel, Profil
 from origamig.cluster.records import GiSlot, Placement, PmSpec, VmSpec, Weights, cores_to_m, gb_to_mb
 from origamig.errors import CatalogError
 from origamig.judge.check import SliceOwners, gi_problem, over_capacity
-from origamig.snapshot.fields import MISSING, FieldReader, kind_of, show
+from origamig.snapshot.fields import MISSING, FieldReader, id_problem, kind_of, show
 
 SNAPSHOT_VERSION = 1
 WEIGHT_KEYS = ("accept", "pm", "gpu", "free_start", "migration")
@@ -116,8 +116,8 @@ class _Reader(FieldReader):
             self.err(path, f"expected an object, got {show(raw)} ({kind_of(raw)})")
             return None, None
         pid = self.typed(self.field(raw, path, "id"), f"{path}.id", str, "a string")
-        if pid is not None and not pid.strip():
-            self.err(f"{path}.id", "empty id")
+        if pid is not None and (problem := id_problem(pid)) is not None:
+            self.err(f"{path}.id", problem)
             pid = None
         cpu = self.number(self.field(raw, path, "cpu"), f"{path}.cpu", positive=True)
         ram = self.number(self.field(raw, path, "ram_gb"), f"{path}.ram_gb", positive=True)
