@@ -117,7 +117,7 @@ def _headline(summary: dict[str, Any]) -> str:
 
 
 def objective_line(terms: dict[str, float]) -> str:
-    """The objective and its four terms in operator words (docs/model.md#objective)."""
+    """The objective and its four terms in operator words (docs/operators.md#objective)."""
     return (
         "objective {value:g} = admitted VMs {acceptance:g} − servers and GPUs on {consolidation:g} "
         "− moves {migration:g} + free placements {free_starts:g} (Eq. 5)".format(**terms)
