@@ -162,9 +162,15 @@ def test_a_number_beyond_a_million_is_one_error_line_naming_field_and_value(
         ("--accept", "inf", "inf is not a finite number"),
         ("--pm", "2e6", "2000000 is implausibly large (at most 1,000,000)"),
         ("--migration", "-1", "-1 is negative"),
+        ("--time-limit", "inf", "inf is not a finite number"),
+        (
+            "--threads",
+            "10000000000000000000000",
+            "10000000000000000000000 is implausibly large (at most 1,000,000)",
+        ),
     ],
 )
-def test_a_bad_weight_option_is_one_error_line(option: str, value: str, says: str) -> None:
+def test_a_bad_number_option_is_one_error_line(option: str, value: str, says: str) -> None:
     snap = Path(__file__).resolve().parent.parent / "examples" / "fig1a-noncontiguous.json"
     code, stdout, stderr = run_main(["solve", str(snap), option, value])
     assert (code, stdout, stderr) == (2, "", f"error: {option}: {says}\n")

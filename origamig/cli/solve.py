@@ -115,6 +115,7 @@ def solve(
     from origamig.bilp.backends.base import make_limits  # the solvers load only when a solve runs
     from origamig.call.solve import solve_snapshot
 
+    check_quantities({"--time-limit": time_limit, "--threads": threads})
     snap = load_snapshot(snapshot)
     overrides = {"accept": accept, "pm": pm, "gpu": gpu, "free_start": free_start, "migration": migration}
     weights = _weights(snap.weights, overrides)

@@ -235,7 +235,7 @@ class _Reader(FieldReader):
                 vms[vm.id] = vm
             if size is not None and on in self.outlines:
                 load.setdefault(on, []).append(size)
-            if "placement" in raw and on in self.blind and gis is None:
+            if "placement" in raw and on in self.blind:
                 self.read_blind_placement(raw["placement"], f"{path}.placement", raw.get("gis"), on)
             elif "placement" in raw and gis is not None:
                 pl = self.read_placement(raw["placement"], f"{path}.placement", gis, pms, pm_index, owners)
