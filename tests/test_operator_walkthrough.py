@@ -75,3 +75,14 @@ def test_the_walkthrough_in_the_docs_uses_the_shipped_files() -> None:
     for name in ("sizes.toml", "requests.json", *(f"{h}.lgi.txt" for h in HOSTS)):
         assert f"examples/h100-8x/{name}" in text, name
         assert (EXAMPLE / name).is_file()
+
+
+def test_the_check_output_shown_in_the_docs_is_what_check_prints(tmp_path: Path) -> None:
+    cluster = tmp_path / "cluster.json"
+    code, _, err = run_main(import_args(cluster))
+    assert code == 0, err
+    code, out, _ = run_main(["check", str(cluster)])
+    shown = (ROOT / "docs" / "operators.md").read_text().split("$ origamig check cluster.json\n", 1)[1]
+    shown = shown.split("```", 1)[0]
+    printed = "\n".join(line.rstrip() for line in out.replace(str(cluster), "cluster.json").splitlines())
+    assert code == 0 and printed + "\n" == shown
