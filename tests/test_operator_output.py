@@ -185,3 +185,13 @@ def test_check_plan_refuses_an_index_beyond_a_million_in_one_line_per_field(tmp_
     assert (code, stdout) == (2, "")
     shown = "1" + "0" * 36 + "..."
     assert stderr == f"error: {plan}: plan[0].gpu: {shown} is implausibly large (at most 1,000,000)\n"
+
+
+def test_piped_output_is_never_cut_or_wrapped(tmp_path: Path) -> None:
+    long_pm, long_vm = "rack-7/" + "p" * 120, "tenant-42/" + "v" * 150
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps(two_a30_snapshot(long_pm, long_vm, "r2", "p")))
+    for command in (["check", str(path)], ["solve", str(path), "--neighborhood", "all"]):
+        code, stdout, stderr = run_main(command)  # stdout is not a terminal here
+        assert (code, stderr) == (0, "") and "…" not in stdout
+    assert f"│ {long_pm} " in stdout and (f"│ {long_vm} " in stdout or "│ r2 " in stdout)
