@@ -174,7 +174,7 @@ class _Reader(FieldReader):
                 out.append(catalog.gpus[name])
         known = ", ".join(sorted(catalog.gpus))
         for name, ks in unknown.items():  # one line per misspelt name, at its first GPU
-            also = f", also on GPU{_s(ks[1:])} {_indices(ks[1:])}" if len(ks) > 1 else ""
+            also = f", also on GPU{_plural_s(ks[1:])} {_indices(ks[1:])}" if len(ks) > 1 else ""
             self.err(f"{path}.gpus[{ks[0]}]", f"unknown GPU model {show(name)}{also} (known: {known})")
         if out is None and pid is not None:
             self.blind.setdefault(pid, len(names))
@@ -533,7 +533,7 @@ class _Reader(FieldReader):
         return Weights(**values, free_start_by_profile=by_profile)
 
 
-def _s(items: Sized) -> str:
+def _plural_s(items: Sized) -> str:
     return "s" if len(items) > 1 else ""
 
 
