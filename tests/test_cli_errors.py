@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 FIG1C = EXAMPLES / "fig1c-compaction.json"
 LGI = ROOT / "tests" / "data" / "mig" / "a100-lgi.txt"
+SIZES = ["--cpu", "80", "--ram-gb", "512", "--vm-cpu", "4", "--vm-ram-gb", "16"]
 
 
 @pytest.mark.parametrize(
@@ -77,7 +78,7 @@ def test_deeply_nested_json_is_one_line_everywhere(tmp_path: Path, levels: int) 
         ["check-plan", str(FIG1C), str(deep)],
         ["check-plan", str(deep), str(deep)],
         ["import", "--checkpoint", f"pm0={deep}", "--gpu-model", "A100-40GB", "--out", str(out)],
-        ["import", "--host", f"pm0={LGI}", "--gpus", "1", "--merge", str(deep), "--out", str(out)],
+        ["import", "--host", f"pm0={LGI}", "--gpus", "1", *SIZES, "--merge", str(deep), "--out", str(out)],
         ["report", str(deep), "--png", str(tmp_path / "f.png")],
     ):
         code, _, err = run_main(args)
@@ -108,12 +109,12 @@ def _mode(path: Path) -> int:
 
 def test_out_files_follow_the_umask_and_keep_a_replaced_files_mode(tmp_path: Path, umask_027: None) -> None:
     snap = tmp_path / "c.json"
-    code, _, err = run_main(["import", "--host", f"pm0={LGI}", "--gpus", "1", "--out", str(snap)])
+    code, _, err = run_main(["import", "--host", f"pm0={LGI}", "--gpus", "1", *SIZES, "--out", str(snap)])
     assert code == 0, err
     assert _mode(snap) == 0o640  # 0666 less the umask 027; a bare temp file would be 0600
     snap.chmod(0o644)
     code, _, err = run_main(
-        ["import", "--host", f"pm1={LGI}", "--gpus", "1", "--merge", str(snap), "--out", str(snap)]
+        ["import", "--host", f"pm1={LGI}", "--gpus", "1", *SIZES, "--merge", str(snap), "--out", str(snap)]
     )
     assert code == 0, err
     assert _mode(snap) == 0o644 and len(json.loads(snap.read_text())["pms"]) == 2

@@ -18,6 +18,7 @@ from origamig.cluster.catalog import default_catalog
 from origamig.errors import SnapshotError
 from origamig.judge.check import check_placement
 from origamig.snapshot.document import load_snapshot, parse_snapshot
+from origamig.snapshot.import_sizes import Size, SizeRules
 from origamig.snapshot.importer import (
     HostState,
     ImportOptions,
@@ -28,6 +29,7 @@ from origamig.snapshot.importer import (
 )
 
 DATA = Path(__file__).resolve().parent / "data" / "mig"
+SIZES = ["--cpu", "80", "--ram-gb", "512", "--vm-cpu", "4", "--vm-ram-gb", "16"]
 CAT = default_catalog()
 BORDER = "+----------------------------------------------------+"
 HEAD = f"""{BORDER}
@@ -94,7 +96,9 @@ def test_rows_that_contradict_the_given_model_are_reported_by_line() -> None:
 
 def test_me_variants_import_as_their_base_profile() -> None:
     gis = parse_lgi(lgi("|   0  MIG 1g.5gb+me    20        7          3:1     |"), "h")
-    _, vms = build_entries([HostState("pm0", tuple(gis), 1)], CAT, ImportOptions(cpu=8, ram_gb=64))
+    _, vms = build_entries(
+        [HostState("pm0", tuple(gis), 1)], CAT, ImportOptions(SizeRules(Size(8, 64), Size(1, 8)))
+    )
     assert vms[0]["gis"] == ["1g.5gb"] and vms[0]["placement"]["gis"] == [{"gpu": 0, "start": 3}]
 
 
@@ -105,7 +109,9 @@ def test_overlapping_rows_are_rejected() -> None:
     )
     with pytest.raises(SnapshotError, match=r"h:8: 1g\.5gb at 5:1 overlaps the GI of h:6"):
         build_entries(
-            [HostState("pm0", tuple(parse_lgi(text, "h")), 1)], CAT, ImportOptions(cpu=8, ram_gb=64)
+            [HostState("pm0", tuple(parse_lgi(text, "h")), 1)],
+            CAT,
+            ImportOptions(SizeRules(Size(8, 64), Size(1, 8))),
         )
 
 
@@ -114,7 +120,9 @@ def test_checkpoint_profiles_come_from_nvml_enum_and_size() -> None:
     assert devices == 3
     model = choose_model(found, CAT, "A100-40GB", "pm2")
     pms, vms = build_entries(
-        [HostState("pm2", tuple(found), devices)], CAT, ImportOptions(80, 512, "A100-40GB")
+        [HostState("pm2", tuple(found), devices)],
+        CAT,
+        ImportOptions(SizeRules(Size(80, 512), Size(1, 8)), "A100-40GB"),
     )
     # Enum 0 = 1 compute slice, size 1 → 1g.5gb; enum 9 (1_SLICE_REV2) size 2 → 1g.10gb;
     # enum 1 = 2 compute, size 2 → 2g.10gb; enum 2 = 3 compute, size 4 → 3g.20gb.
@@ -185,7 +193,7 @@ def test_import_merges_into_an_existing_snapshot(tmp_path: Path) -> None:
     )
     cp = DATA / "a100-checkpoint.json"
     code, out, err = run_main(
-        ["import", "--checkpoint", f"pm2={cp}", "--gpu-model", "A100-40GB", "--merge", str(base)]
+        ["import", "--checkpoint", f"pm2={cp}", "--gpu-model", "A100-40GB", "--merge", str(base), *SIZES]
     )
     assert code == 0, err
     snap = parse_snapshot(json.loads(out))
@@ -212,6 +220,7 @@ def test_import_errors_exit_2(tmp_path: Path) -> None:
             f"pm0={lgi}",
             "--gpus",
             "1",
+            *SIZES,
             "--out",
             str(tmp_path / "x"),
         ]

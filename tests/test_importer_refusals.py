@@ -23,6 +23,7 @@ from origamig.snapshot.importer import parse_lgi
 DATA = Path(__file__).resolve().parent / "data" / "mig"
 A100_LGI = (DATA / "a100-lgi.txt").read_text()
 A30_LGI = (DATA / "a30-lgi.txt").read_text()
+SIZES = ["--cpu", "80", "--ram-gb", "512", "--vm-cpu", "4", "--vm-ram-gb", "16"]
 SMI_FAILED = (
     "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
     "Make sure that the latest NVIDIA driver is installed and running.\n"
@@ -33,7 +34,7 @@ def import_text(tmp_path: Path, text: str, *extra: str) -> tuple[int, str, str, 
     src = tmp_path / "host.txt"
     src.write_text(text)
     out = tmp_path / "out.json"
-    code, stdout, err = run_main(["import", "--host", f"pm0={src}", *extra, "--out", str(out)])
+    code, stdout, err = run_main(["import", "--host", f"pm0={src}", *SIZES, *extra, "--out", str(out)])
     return code, stdout, err, out
 
 
@@ -88,7 +89,7 @@ def test_the_gpu_count_of_lgi_output_is_never_guessed(tmp_path: Path) -> None:
 def test_per_host_gpu_counts_and_their_errors(tmp_path: Path) -> None:
     a100, a30 = DATA / "a100-lgi.txt", DATA / "a30-lgi.txt"
     hosts = ["--host", f"pm0={a100}", "--host", f"pm1={a30}"]
-    code, out, err = run_main(["import", *hosts, "--gpus", "1", "--gpus", "pm1=3"])
+    code, out, err = run_main(["import", *hosts, *SIZES, "--gpus", "1", "--gpus", "pm1=3"])
     assert code == 0, err
     assert [len(p["gpus"]) for p in json.loads(out)["pms"]] == [1, 3]
     for bad, message in [
@@ -96,25 +97,25 @@ def test_per_host_gpu_counts_and_their_errors(tmp_path: Path) -> None:
         ("pm9=2", "--gpus 'pm9=2': 'pm9' is not a host given with --host or --checkpoint"),
         ("pm1=x", "--gpus 'pm1=x': expected a GPU count N >= 1 or HOST=N"),
     ]:
-        code, out, err = run_main(["import", *hosts, "--gpus", bad])
+        code, out, err = run_main(["import", *hosts, *SIZES, "--gpus", bad])
         assert (code, out, err) == (2, "", f"error: {message}\n")
     # The listing puts a GI on GPU 1, so one GPU is too few.
-    code, _, err = run_main(["import", *hosts, "--gpus", "2", "--gpus", "pm1=1"])
+    code, _, err = run_main(["import", *hosts, *SIZES, "--gpus", "2", "--gpus", "pm1=1"])
     assert code == 2 and err == "error: pm1: a GI is on GPU 1 but the host has 1 GPUs\n"
 
 
 def test_a_checkpoint_gives_its_gpu_count_and_a_contradicting_one_is_refused(tmp_path: Path) -> None:
     cp = DATA / "a100-checkpoint.json"
-    code, out, err = run_main(["import", "--checkpoint", f"pm2={cp}", "--gpu-model", "A100-40GB"])
+    code, out, err = run_main(["import", "--checkpoint", f"pm2={cp}", "--gpu-model", "A100-40GB", *SIZES])
     assert code == 0, err and len(json.loads(out)["pms"][0]["gpus"]) == 3
     code, out, err = run_main(
-        ["import", "--checkpoint", f"pm2={cp}", "--gpu-model", "A100-40GB", "--gpus", "4"]
+        ["import", "--checkpoint", f"pm2={cp}", "--gpu-model", "A100-40GB", "--gpus", "4", *SIZES]
     )
     assert (code, out) == (2, "")
     assert err == f"error: --gpus: pm2 has 4 GPUs, but its checkpoint {cp} lists 3\n"
     empty = tmp_path / "cp.json"
     empty.write_text(json.dumps({"Version": "v1", "MigState": {"Devices": []}}))
-    code, _, err = run_main(["import", "--checkpoint", f"pm2={empty}", "--gpu-model", "A100-40GB"])
+    code, _, err = run_main(["import", "--checkpoint", f"pm2={empty}", "--gpu-model", "A100-40GB", *SIZES])
     assert code == 2 and err == f"error: {empty}: MigState.Devices: the checkpoint lists no GPU\n"
 
 
@@ -143,7 +144,9 @@ def _import_once(text: str) -> tuple[int, str, str, bool]:
     with tempfile.TemporaryDirectory() as tmp:
         src, out = Path(tmp) / "h.txt", Path(tmp) / "out.json"
         src.write_text(text)
-        code, stdout, err = run_main(["import", "--host", f"pm0={src}", "--gpus", "2", "--out", str(out)])
+        code, stdout, err = run_main(
+            ["import", "--host", f"pm0={src}", "--gpus", "2", *SIZES, "--out", str(out)]
+        )
         return code, stdout, err, out.exists()
 
 

@@ -81,7 +81,8 @@ def test_the_text_status_line_says_it_stopped(tmp_path: Path) -> None:
     code, out, _ = run_main(["solve", str(FIG1C), "--neighborhood", "all", "--time-limit", "0"])
     assert code == 3
     status = next(line for line in out.splitlines() if line.startswith("status:"))
-    assert status.startswith("status: stopped_at_limit: the solver stopped at its time limit")
+    assert status.startswith("status: stopped_at_limit: objective 330 → 330")
+    assert "(the solver stopped at its time limit" in status
     assert "unchanged" not in out and "waiting: vmP" in out
 
 
@@ -233,7 +234,7 @@ def test_script_of_a_run_that_changes_nothing_has_no_step(tmp_path: Path) -> Non
 def test_ids_cannot_break_out_of_the_script(tmp_path: Path) -> None:
     marker = tmp_path / "owned"
     doc = json.loads(FIG1C.read_text())
-    evil = f"vmP\ntouch {marker}; #"
+    evil = f"vmP $(touch {marker}) `touch {marker}`; touch {marker} #'\""
     doc["vms"][4]["id"] = evil
     snap = parse_snapshot(doc)
     outcome = solve_snapshot(snap, limits=Limits(time_limit_s=5), neighborhood="all")

@@ -7,14 +7,15 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from origamig.cli.terminal import render_text, write_stdout
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import NO_GPU_CLASS, Weights
 from origamig.errors import UserError
 from origamig.judge.fit import no_fit_reason
 from origamig.judge.objective import evaluate_dc
+from origamig.plan.render import text_table
 from origamig.snapshot.document import Snapshot, load_snapshot
 
 
@@ -69,35 +70,57 @@ def summarize(dc: DataCenter) -> dict[str, Any]:
     }
 
 
+SUMMARY_COLUMNS = (
+    ("class", "left"),
+    ("models", "left"),
+    ("GPUs", "right"),
+    ("in use", "right"),
+    ("slices used", "right"),
+    ("occupancy", "right"),
+    ("packing", "right"),
+    ("free placements (CF)", "right"),
+    ("GPUs to free (Γ_h)", "right"),
+)
+
+
 def render_summary(summary: dict[str, Any], title: str) -> Table:
-    """A rich table of `summarize` output: one row per GPU class."""
-    table = Table(title=title)
-    for col in ("class", "models", "GPUs", "active", "slices used", "occupancy", "packing", "CF", "Γ_h"):
-        table.add_column(col, justify="left" if col in ("class", "models") else "right")
+    """A table of `summarize` output: one row per GPU class, operator words first (paper symbols in
+    brackets)."""
+    rows = []
     for h, c in summary["classes"].items():
         if h == NO_GPU_CLASS:
-            table.add_row(h, f"{c['pms']} PMs without GPUs", "", "", "", "", "", "", str(c["gamma"]))
+            rows.append((h, f"{c['pms']} servers without GPUs", "", "", "", "", "", "", str(c["gamma"])))
             continue
-        table.add_row(
-            h,
-            ", ".join(c["models"]),
-            str(c["gpus"]),
-            str(c["active_gpus"]),
-            f"{c['used_slices']}/{c['slices']}",
-            f"{100 * c['occupancy']:.1f}%",
-            f"{100 * c['packing_density']:.1f}%",
-            str(c["cf"]),
-            str(c["gamma"]),
+        rows.append(
+            (
+                h,
+                ", ".join(c["models"]),
+                str(c["gpus"]),
+                str(c["active_gpus"]),
+                f"{c['used_slices']}/{c['slices']}",
+                f"{100 * c['occupancy']:.1f}%",
+                f"{100 * c['packing_density']:.1f}%",
+                str(c["cf"]),
+                str(c["gamma"]),
+            )
         )
-    return table
+    return text_table(title, SUMMARY_COLUMNS, rows)
 
 
 def _headline(summary: dict[str, Any]) -> str:
     return (
-        f"{summary['pms']} PMs ({summary['active_pms']} active, {summary['powered_off_pms']} powered off), "
+        f"{summary['pms']} servers ({summary['active_pms']} on, {summary['powered_off_pms']} powered off), "
         f"{summary['running_vms']} running VMs, {summary['pending_vms']} pending; "
         f"CPU {summary['cpu']['used']:g}/{summary['cpu']['total']:g} cores, "
         f"RAM {summary['ram_gb']['used']:g}/{summary['ram_gb']['total']:g} GB"
+    )
+
+
+def objective_line(terms: dict[str, float]) -> str:
+    """The objective and its four terms in operator words (docs/operators.md#objective)."""
+    return (
+        "objective {value:g} = admitted VMs {acceptance:g} − servers and GPUs on {consolidation:g} "
+        "− moves {migration:g} + free placements {free_starts:g} (Eq. 5)".format(**terms)
     )
 
 
@@ -130,17 +153,15 @@ def check(
         return
     for line in warnings:
         typer.echo(f"warning: {line}", err=True)
-    console = wide_console()
-    console.print(f"{snapshot}: valid")
-    console.print(_headline(summary))
-    console.print(render_summary(summary, "GPUs per class"))
-    terms = objective.as_dict()
-    console.print(
-        "objective (Eq. 5) {value:g} = acceptance {acceptance:g} − consolidation {consolidation:g} "
-        "− migration {migration:g} + free starts {free_starts:g}".format(**terms)
-    )
+    lines: list[Any] = [
+        f"{snapshot}: valid",
+        _headline(summary),
+        render_summary(summary, "GPUs per class"),
+        objective_line(objective.as_dict()),
+    ]
     if warnings:
-        console.print(f"{len(warnings)} pending VM(s) fit no PM even when it is empty (see the warnings)")
+        lines.append(f"{len(warnings)} pending VM(s) fit no server even when it is empty (see the warnings)")
+    write_stdout(render_text(lines))
 
 
 def unplaceable_warnings(snap: Snapshot) -> list[str]:
@@ -152,11 +173,6 @@ def unplaceable_warnings(snap: Snapshot) -> list[str]:
         if reason is not None:
             out.append(f"vms[{position[v]}] ({v}): pending, but fits no PM even when empty: {reason}")
     return out
-
-
-def wide_console() -> Console:
-    """A console at least 110 columns wide (pipes and CI logs default to 80)."""
-    return Console(width=max(110, Console().width))
 
 
 def _weights_dict(w: Weights) -> dict[str, Any]:

@@ -18,6 +18,7 @@ import typer
 
 from origamig.cluster.records import GiSlot, Placement
 from origamig.errors import SnapshotError
+from origamig.files import LARGEST, quantity_problem
 from origamig.judge.replay import malformed_steps, replay_plan
 from origamig.snapshot.document import Snapshot, load_snapshot, placement_json, read_json, show
 
@@ -31,10 +32,21 @@ def _steps_and_target(doc: Any, path: Path, snap: Snapshot) -> tuple[list[Any], 
         raise SnapshotError(f'{path}: expected a list of steps or a `solve --json` document with "plan"')
     if not isinstance(steps, list):
         raise SnapshotError(f"{path}: plan: expected a list of steps, got {show(steps)}")
-    bad = malformed_steps(steps, {pm.id for pm in snap.pms}, set(snap.vms), where)
+    bad = _too_large(steps, where) or malformed_steps(steps, {pm.id for pm in snap.pms}, set(snap.vms), where)
     if bad:
         raise SnapshotError(bad)
     return steps, (None if target_raw is None else _target(target_raw, path, snap))
+
+
+def _too_large(steps: list[Any], where: str) -> list[str]:
+    """One line per index field (`gi`, `gpu`, `start`) of a step beyond `LARGEST` (no GPU has that many)."""
+    return [
+        f"{where}[{n}].{key}: {quantity_problem(step[key])}"
+        for n, step in enumerate(steps)
+        if isinstance(step, dict)
+        for key in ("gi", "gpu", "start")
+        if isinstance(step.get(key), int) and not isinstance(step[key], bool) and step[key] > LARGEST
+    ]
 
 
 def _target(raw: Any, path: Path, snap: Snapshot) -> dict[str, Placement]:
@@ -50,7 +62,8 @@ def _target(raw: Any, path: Path, snap: Snapshot) -> dict[str, Placement]:
         try:
             slots = tuple(GiSlot(int(s["gpu"]), int(s["start"])) for s in pl["gis"])
             pm_id = pl["pm"]
-            if not isinstance(pm_id, str):
+            numbers = [v for slot in slots for v in (slot.gpu, slot.start)]
+            if not isinstance(pm_id, str) or any(quantity_problem(v) for v in numbers):
                 raise TypeError
         except (KeyError, TypeError, ValueError):
             problems.append(

@@ -6,9 +6,9 @@ import json
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from origamig.cli.terminal import operator_console
 from origamig.cluster.catalog import default_catalog
 from origamig.cluster.configspace import Analysis, analyze
 
@@ -64,7 +64,7 @@ def configs(
         doc = [a.as_dict() for a in analyses] if gpu == ALL else analyses[0].as_dict()
         typer.echo(json.dumps(doc, indent=2))
     else:
-        Console().print(render(analyses))
+        operator_console().print(render(analyses))
 
 
 def register(app: typer.Typer) -> None:

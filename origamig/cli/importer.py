@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import math
 from pathlib import Path
 from typing import Annotated
 
@@ -11,7 +9,8 @@ import typer
 
 from origamig.cluster.catalog import default_catalog
 from origamig.errors import SnapshotError
-from origamig.snapshot.document import parse_snapshot, read_json, write_json_atomic
+from origamig.snapshot.document import json_text, parse_snapshot, read_json, write_json_atomic
+from origamig.snapshot.import_sizes import size_rules
 from origamig.snapshot.importer import (
     HostState,
     ImportOptions,
@@ -69,20 +68,6 @@ def _gpu_counts(values: list[str], hosts: list[str]) -> tuple[int | None, dict[s
     return default, per_host
 
 
-def _check_sizes(sizes: dict[str, tuple[float, bool]]) -> None:
-    """Each flag's value must be finite and non-negative (positive where a PM needs it)."""
-    problems = []
-    for flag, (value, positive) in sizes.items():
-        if not math.isfinite(value):
-            problems.append(f"{flag}: {value} is not a finite number")
-        elif value < 0:
-            problems.append(f"{flag}: {value:g} is negative")
-        elif positive and value == 0:
-            problems.append(f"{flag}: 0 must be positive")
-    if problems:
-        raise SnapshotError(problems)
-
-
 def import_(
     host: Annotated[
         list[str] | None,
@@ -94,8 +79,14 @@ def import_(
             "--checkpoint", help="HOST=FILE: a `nvidia-mig-parted checkpoint` file of HOST (repeatable)."
         ),
     ] = None,
-    cpu: Annotated[float, typer.Option("--cpu", help="CPU cores of each imported PM.")] = 80.0,
-    ram_gb: Annotated[float, typer.Option("--ram-gb", help="RAM (GB) of each imported PM.")] = 512.0,
+    cpu: Annotated[
+        float | None,
+        typer.Option("--cpu", help="CPU cores of each imported host (required, or [hosts] in --sizes)."),
+    ] = None,
+    ram_gb: Annotated[
+        float | None,
+        typer.Option("--ram-gb", help="RAM (GB) of each imported host (required, or [hosts] in --sizes)."),
+    ] = None,
     gpu_model: Annotated[
         str | None,
         typer.Option("--gpu-model", help="GPU model of the hosts (default: inferred from the GIs)."),
@@ -110,13 +101,31 @@ def import_(
         ),
     ] = None,
     vm_cpu: Annotated[
-        float, typer.Option("--vm-cpu", help="CPU cores of the VM that holds each imported GI.")
-    ] = 0.0,
+        float | None,
+        typer.Option("--vm-cpu", help="CPU cores of the VM that holds each imported GI (or --sizes)."),
+    ] = None,
     vm_ram_gb: Annotated[
-        float, typer.Option("--vm-ram-gb", help="RAM (GB) of the VM that holds each imported GI.")
-    ] = 0.0,
+        float | None,
+        typer.Option("--vm-ram-gb", help="RAM (GB) of the VM that holds each imported GI (or --sizes)."),
+    ] = None,
+    sizes: Annotated[
+        Path | None,
+        typer.Option(
+            "--sizes",
+            help="TOML file with the hosts' CPU/RAM ([hosts]) and the VMs' per GI profile"
+            ' ([vms], [vms.profiles."1g.10gb"]); docs/formats.md#import-sizes. Flags override it.',
+        ),
+    ] = None,
     base: Annotated[
         Path | None, typer.Option("--merge", help="Append the imported PMs and VMs to this snapshot.")
+    ] = None,
+    refresh: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--refresh",
+            help="HOST: replace HOST's entry and the VMs running on it in the --merge snapshot with the"
+            " imported state (repeatable).",
+        ),
     ] = None,
     out: Annotated[
         Path | None, typer.Option("--out", help="Write the snapshot here (default: stdout).")
@@ -124,17 +133,17 @@ def import_(
 ) -> None:
     """Build snapshot PMs from real MIG state: every GI found becomes a running VM that holds it.
 
-    Input that is not `nvidia-smi mig -lgi` output (or a mig-parted checkpoint) is refused, naming
-    the file and line; nothing is written on any error.
+    The listings do not say how much CPU and RAM the hosts and the VMs have: give them (--cpu,
+    --ram-gb, --vm-cpu, --vm-ram-gb, or a --sizes file with a size per GI profile). Input that is not
+    `nvidia-smi mig -lgi` output (or a mig-parted checkpoint) is refused, naming the file and line;
+    nothing is written on any error.
     """
-    _check_sizes(
-        {"--cpu": (cpu, True), "--ram-gb": (ram_gb, True), "--vm-cpu": (vm_cpu, False)}
-        | {"--vm-ram-gb": (vm_ram_gb, False)}
-    )
     lgi_hosts = _pairs(host or [], "--host")
     cp_hosts = _pairs(checkpoint or [], "--checkpoint")
     if not lgi_hosts and not cp_hosts:
         raise SnapshotError("import: give at least one --host HOST=FILE or --checkpoint HOST=FILE")
+    if refresh and base is None:
+        raise SnapshotError("--refresh: needs --merge SNAPSHOT (the snapshot whose hosts it replaces)")
     default_gpus, host_gpus = _gpu_counts(gpus or [], [h for h, _ in lgi_hosts + cp_hosts])
     states: list[HostState] = [
         HostState(h, tuple(parse_lgi(_read_text(p), str(p))), host_gpus.get(h, default_gpus))
@@ -148,15 +157,15 @@ def import_(
         if devices == 0:
             raise SnapshotError(f"{p}: MigState.Devices: the checkpoint lists no GPU")
         states.append(HostState(h, tuple(found), devices))
-    opts = ImportOptions(cpu=cpu, ram_gb=ram_gb, gpu_model=gpu_model, vm_cpu=vm_cpu, vm_ram_gb=vm_ram_gb)
-    pms, vms = build_entries(states, default_catalog(), opts)
-    doc = merge(read_json(base) if base is not None else None, pms, vms)
+    rules = size_rules(sizes, cpu, ram_gb, vm_cpu, vm_ram_gb)
+    pms, vms = build_entries(states, default_catalog(), ImportOptions(rules, gpu_model))
+    doc = merge(read_json(base) if base is not None else None, pms, vms, refresh or ())
     parse_snapshot(doc)  # the result must be a valid snapshot (duplicate ids with --merge, capacities, ...)
     if out is None:
-        typer.echo(json.dumps(doc, indent=2))
+        typer.echo(json_text(doc), nl=False)
     else:
         write_json_atomic(out, doc)
-        typer.echo(f"wrote {out}: {len(pms)} PMs, {len(vms)} running GIs", err=True)
+        typer.echo(f"wrote {out}: {len(pms)} hosts, {len(vms)} running GIs", err=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from origamig.cli.terminal import operator_console
 from origamig.errors import UserError
 from origamig.files import MAX_DEPTH, nesting_depth
 from origamig.policies.base import option_names, policy_factory
@@ -255,7 +256,9 @@ def simulate(
     if checkpoint_dir is not None and not as_json:
         kept = sum(kept_result(kept_run_path(checkpoint_dir, s, ".json")) is not None for s in specs)
         if kept:
-            Console(stderr=True).print(f"{kept} of {len(specs)} runs already finished in {checkpoint_dir}")
+            operator_console(stderr=True).print(
+                f"{kept} of {len(specs)} runs already finished in {checkpoint_dir}"
+            )
     results = _run_with_progress(specs, workers, scheduler, quiet=as_json, keep_dir=checkpoint_dir)
     doc = document(results, baseline)
     if out:
@@ -263,7 +266,7 @@ def simulate(
     if as_json:
         typer.echo(json.dumps(doc, indent=1))
     else:
-        console = Console()
+        console = operator_console()
         console.print(summary_table(doc))
         if out:
             console.print(f"results written to {out}")

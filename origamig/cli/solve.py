@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 from collections.abc import Iterator
@@ -13,15 +12,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
+from rich.text import Text
 
-from origamig.cli.check import summarize, wide_console
+from origamig.cli.check import summarize
+from origamig.cli.terminal import render_text, write_stdout
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import Weights
-from origamig.errors import UserError
+from origamig.files import check_quantities
 from origamig.judge.objective import Objective
-from origamig.plan.render import plan_table, render_shell
-from origamig.snapshot.document import Snapshot, load_snapshot, write_json_atomic, write_text_atomic
+from origamig.plan.render import plan_table, render_shell, text_table
+from origamig.snapshot.document import Snapshot, json_text, load_snapshot, write_text_atomic
 from origamig.solver_registry import DEFAULT_BACKEND, backend_names
 
 if TYPE_CHECKING:
@@ -52,9 +52,7 @@ def _stdout_to_stderr() -> Iterator[None]:
 
 def _weights(base: Weights, overrides: dict[str, float | None]) -> Weights:
     given: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}
-    bad = [f"--{k.replace('_', '-')}: {v:g} is negative" for k, v in given.items() if v < 0]
-    if bad:
-        raise UserError(bad)
+    check_quantities({f"--{k.replace('_', '-')}": v for k, v in given.items()})
     return replace(base, **given)
 
 
@@ -115,27 +113,43 @@ def solve(
     migration order; 2 bad input. With 3, 4 and 5 the state stays as it is (--out writes it).
     """
     from origamig.bilp.backends.base import make_limits  # the solvers load only when a solve runs
-    from origamig.call.solve import output_document, solve_snapshot
+    from origamig.call.solve import solve_snapshot
 
+    check_quantities({"--time-limit": time_limit, "--threads": threads})
     snap = load_snapshot(snapshot)
     overrides = {"accept": accept, "pm": pm, "gpu": gpu, "free_start": free_start, "migration": migration}
     weights = _weights(snap.weights, overrides)
     limits = make_limits(solver.value, time_limit, threads, deterministic)
     with _stdout_to_stderr():
         outcome = solve_snapshot(snap, weights, solver.value, limits, neighborhood)
-    if out is not None:
-        write_json_atomic(out, output_document(snap, outcome))
-    if script is not None:
-        write_text_atomic(script, _script(snap, outcome), new_mode=0o777)
     doc = outcome.to_json()
     doc["summary"] = {"before": _state(snap, outcome, False), "after": _state(snap, outcome, True)}
-    if as_json:
-        typer.echo(json.dumps(doc, indent=2))
-    else:
-        _render(snapshot, snap, outcome, doc, [p for p in (out, script) if p is not None])
+    files = _files(snap, outcome, out, script)  # everything is rendered before anything is written
+    text = (
+        json_text(doc)
+        if as_json
+        else render_text([*_report(snapshot, snap, outcome, doc), *(f"wrote {p}" for p in files)])
+    )
+    for path, (content, mode) in files.items():
+        write_text_atomic(path, content, new_mode=mode)
+    write_stdout(text)
     code = EXIT_CODES[outcome.status]
     if code:
         raise typer.Exit(code)
+
+
+def _files(
+    snap: Snapshot, outcome: Outcome, out: Path | None, script: Path | None
+) -> dict[Path, tuple[str, int]]:
+    """The files the command writes: path → (content, mode of a new file)."""
+    from origamig.call.solve import output_document
+
+    files: dict[Path, tuple[str, int]] = {}
+    if out is not None:
+        files[out] = (json_text(output_document(snap, outcome)), 0o666)
+    if script is not None:
+        files[script] = (_script(snap, outcome), 0o777)
+    return files
 
 
 # The exit code of each status (README: "Exit codes of solve").
@@ -151,60 +165,73 @@ def _script(snap: Snapshot, out: Outcome) -> str:
     return f"{head}\n{status}\n{rest}"
 
 
-def _terms_rows(table: Table, before: Objective, after: Objective) -> None:
+def _terms_rows(before: Objective, after: Objective) -> list[tuple[str, str, str]]:
     b, a = before.as_dict(), after.as_dict()
-    table.add_row("objective (Eq. 5)", f"{b['value']:g}", f"{a['value']:g}")
+    rows = [("objective (Eq. 5)", f"{b['value']:g}", f"{a['value']:g}")]
     for key, label in (
-        ("acceptance", "  + acceptance"),
-        ("consolidation", "  − consolidation"),
-        ("migration", "  − migration"),
-        ("free_starts", "  + free starts"),
+        ("acceptance", "  + admitted VMs"),
+        ("consolidation", "  − servers and GPUs on"),
+        ("migration", "  − moves"),
+        ("free_starts", "  + free placements"),
     ):
-        table.add_row(label, f"{b[key]:g}", f"{a[key]:g}")
+        rows.append((label, f"{b[key]:g}", f"{a[key]:g}"))
+    return rows
 
 
-def _render(path: Path, snap: Snapshot, out: Outcome, doc: dict[str, Any], written: list[Path]) -> None:
-    console = wide_console()
+def _packing(summary: dict[str, Any]) -> str:
+    """Slices used over the slices of the GPUs in use, every class together."""
+    used = active = 0
+    for c in summary["classes"].values():
+        if "slices" in c:
+            used += c["used_slices"]
+            active += c["active_gpus"] * c["slices"] // c["gpus"]
+    return f"{100 * used / active:.1f}%" if active else "—"
+
+
+def _report(path: Path, snap: Snapshot, out: Outcome, doc: dict[str, Any]) -> list[Any]:
+    """The text report of a solve, in operator words first (paper symbols in brackets)."""
     nb = doc["neighborhood"]
-    console.print(
-        f"{path}: {len(snap.pms)} PMs, {len(snap.placement)} running VMs, {len(snap.pending)} pending"
-    )
-    console.print(
-        f"neighborhood: {nb['mode']} — {len(nb['pms'])} PMs, {len(nb['pending'])} pending VMs"
-        + (f" ({nb['note']})" if nb["note"] else "")
-    )
-    colour = {"improved": "green", "unchanged": "yellow"}.get(out.status, "red")
     code = EXIT_CODES[out.status]
-    console.print(f"status: [{colour}]{out.status}[/]: {out.note}" + (f" (exit {code})" if code else ""))
-    console.print(f"admitted: {', '.join(out.admitted) or '—'}")
+    objective = doc["objective"]
+    status = Text(
+        f"status: {out.status}", style={"improved": "green", "unchanged": "yellow"}.get(out.status, "red")
+    )
+    status.append(
+        f": objective {objective['before']:g} → {objective['after']:g} ({out.note})"
+        + (f" (exit {code})" if code else "")
+    )
+    lines: list[Any] = [
+        f"{path}: {len(snap.pms)} servers, {len(snap.placement)} running VMs, {len(snap.pending)} pending",
+        f"considered: {len(nb['pms'])} servers, {len(nb['pending'])} pending VMs ({nb['mode']}"
+        + (f"; {nb['note']})" if nb["note"] else ")"),
+        status,
+        f"admitted: {', '.join(out.admitted) or '—'}",
+    ]
     for label, vms in (("rejected", out.rejected), ("waiting", out.waiting)):
-        for v in vms:
-            console.print(f"{label}: {v} — {out.reasons[v]}")
+        lines.extend(f"{label}: {v} — {out.reasons[v]}" for v in vms)
     before, after = doc["summary"]["before"], doc["summary"]["after"]
-    table = Table(title="before → after")
-    for col in ("", "before", "after"):
-        table.add_column(col, justify="left" if not col else "right")
-    table.add_row("active PMs", str(before["active_pms"]), str(after["active_pms"]))
-    table.add_row("active GPUs", str(before["active_gpus"]), str(after["active_gpus"]))
-    table.add_row("CF (every GPU)", str(before["cf"]), str(after["cf"]))
-    table.add_row("CF (active GPUs)", str(before["cf_active"]), str(after["cf_active"]))
-    _terms_rows(table, out.before, out.after)
-    console.print(table)
+    rows = [
+        ("servers on", str(before["active_pms"]), str(after["active_pms"])),
+        ("GPUs in use", str(before["active_gpus"]), str(after["active_gpus"])),
+        ("packing", _packing(before), _packing(after)),
+        ("free placements (CF, every GPU)", str(before["cf"]), str(after["cf"])),
+        ("free placements on GPUs in use", str(before["cf_active"]), str(after["cf_active"])),
+        *_terms_rows(out.before, out.after),
+    ]
+    lines.append(text_table("before → after", [("", "left"), ("before", "right"), ("after", "right")], rows))
     s = doc["solver"]
     if s["name"] is None:
-        console.print("solver: not run (nothing to optimize)")
+        lines.append("solver: not run (nothing to optimize)")
     else:
         gap = "—" if s["gap"] is None else f"{100 * s['gap']:.2f}%"
         proved = "proved optimal" if s["proved_optimal"] else "not proved optimal"
-        console.print(
-            f"solver: {s['name']}, {s['termination']} ({proved}), objective {s['objective']}, "
-            f"bound {s['bound']}, gap {gap}, {s['wall_s']:.2f} s"
+        lines.append(
+            f"solver: {s['name']}, {s['termination']} ({proved}), gap {gap}, {s['wall_s']:.2f} s"
             + (f"; {s['reason']}" if s["reason"] else "")
         )
     if out.plan is not None:
-        console.print(plan_table(out.plan, out.moves))
-    for file in written:
-        console.print(f"wrote {file}")
+        lines.append(plan_table(out.plan, out.moves))
+    return lines
 
 
 def register(app: typer.Typer) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from origamig.errors import CatalogError
+from origamig.files import quantity_problem, show
 
 
 @dataclass(frozen=True)
@@ -150,6 +151,10 @@ class _Fields:
             raise CatalogError(f"{self.where}.{key}: {value!r} has the wrong type")
         if not isinstance(value, kind):
             raise CatalogError(f"{self.where}.{key}: {value!r} has the wrong type")
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            problem = quantity_problem(value)
+            if problem is not None:
+                raise CatalogError(f"{self.where}.{key}: {problem}")
         return value
 
     def positive(self, key: str, kind: type | tuple[type, ...] = int, allow_zero: bool = False) -> Any:
@@ -211,11 +216,11 @@ def _profile_from_dict(
         raise CatalogError(f"{where}.starts: empty")
     for z in starts:
         if isinstance(z, bool) or not isinstance(z, int) or z < 0:
-            raise CatalogError(f"{where}.starts: {z!r} is not a slice index")
+            raise CatalogError(f"{where}.starts: {show(z)} is not a slice index")
         if z % g:
             raise CatalogError(f"{where}.starts: {z} is not a multiple of memory_slices {g}")
         if z + g > mem:
-            raise CatalogError(f"{where}.starts: {z} + {g} slices runs past the GPU's {mem} slices")
+            raise CatalogError(f"{where}.starts: {show(z)} + {g} slices runs past the GPU's {mem} slices")
     if sorted(set(starts)) != list(starts):
         raise CatalogError(f"{where}.starts: {starts} must be strictly increasing")
     smi = f.get("nvidia_smi_id", int, None)

@@ -10,8 +10,8 @@ start slice of each GI) and one reason, the first of these that holds:
 - the PM it leaves is switched off by the plan: *switches off pmX*;
 - a GPU it leaves holds no GI afterwards: *switches off GPU k of pmX*;
 - a later start (else a later move) needs the slices it leaves: *admits vmY* / *makes room for vmY*;
-- otherwise the free starts it gains: *raises the free starts of GPU k of pmX (CF a → b)*, or, if
-  none, *part of the solver's rearrangement of pmX*.
+- otherwise the free placements it gains: *raises the free placements of GPU k of pmX (CF a → b)*,
+  or, if none, *part of the solver's rearrangement of pmX*.
 """
 
 from __future__ import annotations
@@ -183,5 +183,6 @@ def _why(
     ]
     if gains:
         _, k = max(gains)
-        return f"raises the free starts of GPU {k} of {src} (CF {before.cf(m.src, k)} → {after.cf(m.src, k)})"
+        cf = f"CF {before.cf(m.src, k)} → {after.cf(m.src, k)}"
+        return f"raises the free placements of GPU {k} of {src} ({cf})"
     return f"part of the solver's rearrangement of {src}"

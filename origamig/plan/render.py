@@ -6,7 +6,7 @@ The plan itself (steps, cost, JSON) is `plan.py`; this module only draws it.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rich.console import Group
@@ -19,23 +19,38 @@ from origamig.plan.explain import MoveNote
 from origamig.plan.steps import CreateGi, DestroyGi, Migrate, Plan, PowerOff, PowerOn, Step
 
 
+def text_table(title: str, columns: Sequence[tuple[str, str]], rows: Iterable[Sequence[str]]) -> Table:
+    """A table whose cells wrap (`fold`) rather than end in `…`; `columns` = (header, "left"/"right").
+
+    Cells are plain strings: print it on a console without markup (`cli.terminal.operator_console`)
+    so that ids are shown as written.
+    """
+    table = Table(title=title)
+    for header, justify in columns:
+        table.add_column(header, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
 def plan_table(plan: Plan, moves: Sequence[MoveNote] = ()) -> Group:
     """A rich renderable: a table of the steps, the moves with their reasons (when given), the cost."""
-    t = Table(title="migration plan", show_lines=False)
-    t.add_column("#", justify="right")
-    for name in ("op", "vm", "where", "parking"):
-        t.add_column(name)
-    for n, s in enumerate(plan.steps):
-        t.add_row(str(n), s.op, getattr(s, "vm", ""), _where(s), "parking" if s.parking else "")
-    parts: list[Any] = [t]
+    steps = text_table(
+        "migration plan",
+        [("#", "right"), ("op", "left"), ("vm", "left"), ("where", "left"), ("parking", "left")],
+        (
+            (str(n), s.op, getattr(s, "vm", ""), _where(s), "parking" if s.parking else "")
+            for n, s in enumerate(plan.steps)
+        ),
+    )
+    parts: list[Any] = [steps]
     if moves:
-        m = Table(title="why each move", show_lines=False)
-        for name in ("step", "vm", "from", "to"):
-            m.add_column(name, justify="right" if name == "step" else "left")
-        m.add_column("why")
-        for note in moves:
-            m.add_row(str(note.step), note.vm, note.describe_from(), note.describe_to(), note.why)
-        parts.append(m)
+        why = text_table(
+            "why each move",
+            [("step", "right"), ("vm", "left"), ("from", "left"), ("to", "left"), ("why", "left")],
+            ((str(m.step), m.vm, m.describe_from(), m.describe_to(), m.why) for m in moves),
+        )
+        parts.append(why)
     parts.append(Text(f"cost: {plan.cost.describe()}"))
     return Group(*parts)
 

@@ -39,6 +39,7 @@ from origamig.snapshot.reader import SNAPSHOT_VERSION, read_document, show
 __all__ = [
     "SNAPSHOT_VERSION",
     "Snapshot",
+    "json_text",
     "load_snapshot",
     "parse_snapshot",
     "placement_json",
@@ -146,7 +147,12 @@ def snapshot_document(
 
 def write_json_atomic(path: str | Path, data: Any, indent: int = 2) -> None:
     """Write `data` as JSON to `path` atomically (see `write_text_atomic`)."""
-    write_text_atomic(path, json.dumps(data, indent=indent) + "\n")
+    write_text_atomic(path, json_text(data, indent))
+
+
+def json_text(data: Any, indent: int = 2) -> str:
+    """`data` as the JSON text the package writes and prints (indented, one final newline)."""
+    return json.dumps(data, indent=indent) + "\n"
 
 
 def write_text_atomic(path: str | Path, text: str, new_mode: int = 0o666) -> None:

@@ -7,23 +7,29 @@ caller can go on reading the rest and leave the broken record out.
 
 from __future__ import annotations
 
-import json
-import math
+import unicodedata
 from typing import Any
 
+from origamig.files import LARGEST, quantity_problem, show
+
+__all__ = ["LARGEST", "MISSING", "FieldReader", "id_problem", "kind_of", "quantity_problem", "show"]
+
 MISSING: Any = object()  # a key that is absent (null is a value, and a wrong one)
-# The largest number a snapshot may hold (cores, GB, weights): far beyond any server or sensible
-# weight, and far below the magnitudes at which the MIP solvers lose precision or refuse a model.
-LARGEST = 1e6
 
 
-def show(value: Any) -> str:
-    """A short JSON rendering of a value for error messages."""
-    try:
-        text = json.dumps(value)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+def id_problem(value: str) -> str | None:
+    """Why a string cannot be an id (empty, or holding a control, line-break or surrogate character)."""
+    if not value.strip():
+        return "empty id"
+    bad = next((c for c in value if unicodedata.category(c) in _NOT_IN_IDS), None)
+    if bad is not None:
+        return f"{show(value)} holds the character U+{ord(bad):04X}, which cannot be printed"
+    return None
+
+
+# Unicode categories refused in ids: control characters (a terminal escape, a newline), line and
+# paragraph separators, and lone surrogates (which no UTF-8 output can carry).
+_NOT_IN_IDS = frozenset({"Cc", "Cs", "Zl", "Zp"})
 
 
 def kind_of(value: Any) -> str:
@@ -74,14 +80,9 @@ class FieldReader:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             self.err(path, f"expected a number, got {show(value)} ({kind_of(value)})")
             return None
-        if not math.isfinite(value):
-            self.err(path, f"{value} is not a finite number")
-            return None
-        if value < 0:
-            self.err(path, f"{show(value)} is negative")
-            return None
-        if value > LARGEST:
-            self.err(path, f"{show(value)} is implausibly large (at most {LARGEST:,.0f})")
+        problem = quantity_problem(value)
+        if problem is not None:
+            self.err(path, problem)
             return None
         if positive and value == 0:
             self.err(path, "0 must be positive")
@@ -94,8 +95,9 @@ class FieldReader:
         if isinstance(value, bool) or not isinstance(value, int):
             self.err(path, f"expected an integer, got {show(value)} ({kind_of(value)})")
             return None
-        if value < 0:
-            self.err(path, f"{value} is negative")
+        problem = quantity_problem(value)
+        if problem is not None:
+            self.err(path, problem)
             return None
         return value
 
@@ -103,8 +105,9 @@ class FieldReader:
         vid = self.typed(self.field(obj, path, "id"), f"{path}.id", str, "a string")
         if vid is None:
             return None
-        if not vid.strip():
-            self.err(f"{path}.id", "empty id")
+        problem = id_problem(vid)
+        if problem is not None:
+            self.err(f"{path}.id", problem)
             return None
         if vid in seen:
             self.err(f"{path}.id", f"{show(vid)} is also the id of {seen[vid]}")

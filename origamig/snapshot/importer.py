@@ -2,9 +2,9 @@
 
 Each host becomes one PM (`id`, `cpu`, `ram_gb`, `gpus`); each GPU instance found on it becomes a
 running VM that holds that one GI at its start slice, named `<host>/gpu<g>/gi<GI id>` (or
-`<host>/gpu<g>/start<z>` for a checkpoint, which has no GI ids). Those VMs get the CPU and RAM given
-on the command line (default 0): the GI listing says nothing about the VMs that use the GIs, so
-an operator who knows them edits the snapshot afterwards (or merges several VMs' GIs by hand).
+`<host>/gpu<g>/start<z>` for a checkpoint, which has no GI ids). The listings say nothing about CPU
+and RAM: the hosts' and the VMs' sizes come from `import_sizes` (flags or a `--sizes` file, per GI
+profile), and a size nothing gives is an error, never a default.
 
 `nvidia-smi mig -lgi` rows read `GPU  MIG <name>  <profile ID>  <GI ID>  <start>:<size>`; the GPU
 model is given (`gpu_model`) or inferred as the only catalog model on which every row's name,
@@ -25,6 +25,7 @@ from typing import Any
 from origamig.cluster.catalog import Catalog, GpuModel, Profile
 from origamig.errors import SnapshotError
 from origamig.snapshot.document import SNAPSHOT_VERSION, show
+from origamig.snapshot.import_sizes import SizeRules
 
 _ROW = re.compile(r"^\|?\s*(\d+)\s+MIG\s+(\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s*:\s*(\d+)\s*\|?\s*$")
 _VARIANT = re.compile(r"(\+me\.all|\+me|\+gfx|-me)$")
@@ -241,13 +242,10 @@ def choose_model(gis: Sequence[FoundGi], catalog: Catalog, name: str | None, hos
 
 @dataclass(frozen=True)
 class ImportOptions:
-    """PM and VM sizes for the imported entries (cores, GB)."""
+    """The sizes the listings cannot tell (`import_sizes.size_rules`) and the hosts' GPU model."""
 
-    cpu: float
-    ram_gb: float
+    sizes: SizeRules
     gpu_model: str | None = None
-    vm_cpu: float = 0.0
-    vm_ram_gb: float = 0.0
 
 
 def build_entries(
@@ -257,6 +255,10 @@ def build_entries(
     pms: list[dict[str, Any]] = []
     vms: list[dict[str, Any]] = []
     problems: list[str] = []
+    unsized: dict[str, list[str]] = {}  # profile -> the GIs whose VM has no size
+    host_size = opts.sizes.host
+    if host_size is None:
+        raise SnapshotError("--cpu/--ram-gb: missing (the hosts' CPU cores and RAM)")
     for host in hosts:
         model = choose_model(host.gis, catalog, opts.gpu_model, host.host)
         count = host.gpus
@@ -274,8 +276,8 @@ def build_entries(
         pms.append(
             {
                 "id": host.host,
-                "cpu": _plain(opts.cpu),
-                "ram_gb": _plain(opts.ram_gb),
+                "cpu": _plain(host_size.cpu),
+                "ram_gb": _plain(host_size.ram_gb),
                 "gpus": [model.name] * count,
             }
         )
@@ -293,16 +295,28 @@ def build_entries(
                 continue
             used.update({(gi.gpu, u): gi for u in range(gi.start, gi.start + gi.size)})
             tag = f"gi{gi.instance}" if gi.instance is not None else f"start{gi.start}"
+            vm_id = f"{host.host}/gpu{gi.gpu}/{tag}"
+            size = opts.sizes.vm_size(prof.name)
+            if size is None:
+                unsized.setdefault(prof.name, []).append(vm_id)
+                continue
             vms.append(
                 {
-                    "id": f"{host.host}/gpu{gi.gpu}/{tag}",
-                    "cpu": _plain(opts.vm_cpu),
-                    "ram_gb": _plain(opts.vm_ram_gb),
+                    "id": vm_id,
+                    "cpu": _plain(size.cpu),
+                    "ram_gb": _plain(size.ram_gb),
                     "gis": [prof.name],
                     "gpu_model": model.name,
                     "placement": {"pm": host.host, "gis": [{"gpu": gi.gpu, "start": gi.start}]},
                 }
             )
+    for name, ids in unsized.items():
+        more = f" and {len(ids) - 1} more" if len(ids) > 1 else ""
+        problems.append(
+            f"VM size of {name} GIs ({ids[0]}{more}): missing: a GPU-instance listing does not say"
+            " how many CPU cores and GB of RAM their VMs have; pass --vm-cpu N --vm-ram-gb GB, or set"
+            f' [vms.profiles."{name}"] (or [vms]) in a --sizes file'
+        )
     if problems:
         raise SnapshotError(problems)
     return pms, vms
@@ -314,15 +328,51 @@ def _plain(x: float) -> float | int:
 
 
 def merge(
-    base: Mapping[str, Any] | None, pms: list[dict[str, Any]], vms: list[dict[str, Any]]
+    base: Mapping[str, Any] | None,
+    pms: list[dict[str, Any]],
+    vms: list[dict[str, Any]],
+    refresh: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """A snapshot document: `base` (if any) with the imported PMs and VMs appended."""
+    """A snapshot document: `base` (if any) with the imported PMs and VMs added.
+
+    A host of `refresh` replaces its entry in `base` (its other fields, such as `weight`, are kept)
+    and the VMs that ran on it there; every other imported host must be new to `base`.
+    """
     if base is not None and not isinstance(base, Mapping):
         raise SnapshotError(f"--merge: expected a snapshot object, got {show(base)}")
     doc: dict[str, Any] = dict(base) if base is not None else {"version": SNAPSHOT_VERSION}
-    for key, new in (("pms", pms), ("vms", vms)):
-        old = doc.get(key, [])
-        if not isinstance(old, list):
-            raise SnapshotError(f"--merge: {key}: expected a list, got {show(old)}")
-        doc[key] = [*old, *new]
+    old: dict[str, list[Any]] = {}
+    for key in ("pms", "vms"):
+        old[key] = doc.get(key, [])
+        if not isinstance(old[key], list):
+            raise SnapshotError(f"--merge: {key}: expected a list, got {show(old[key])}")
+    there = {p.get("id"): n for n, p in enumerate(old["pms"]) if isinstance(p, dict)}
+    imported = {p["id"] for p in pms}
+    problems = [
+        f"--refresh {h}: {h} is not a host this command imports" for h in refresh if h not in imported
+    ]
+    problems += [f"--refresh {h}: {h} is not in the --merge snapshot" for h in refresh if h not in there]
+    problems += [
+        f"--merge: host {h} is already in the snapshot; pass --refresh {h} to replace its state"
+        for h in imported
+        if h in there and h not in refresh
+    ]
+    if problems:
+        raise SnapshotError(problems)
+    new_pms = list(old["pms"])
+    for entry in pms:
+        if entry["id"] in there:
+            n = there[entry["id"]]
+            new_pms[n] = {k: v for k, v in new_pms[n].items() if k != "powered_off"} | entry
+        else:
+            new_pms.append(entry)
+    gone = set(refresh)
+    kept_vms = [v for v in old["vms"] if _placed_on(v) not in gone]
+    doc["pms"], doc["vms"] = new_pms, [*kept_vms, *vms]
     return doc
+
+
+def _placed_on(vm: Any) -> Any:
+    """The PM id a VM entry of a snapshot is placed on (None for a pending or malformed one)."""
+    pl = vm.get("placement") if isinstance(vm, dict) else None
+    return pl.get("pm") if isinstance(pl, dict) else None

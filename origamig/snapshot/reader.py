@@ -9,7 +9,7 @@ problem, and a record whose fields are wrong is left out so that later checks do
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sized
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +17,7 @@ from origamig.cluster.catalog import DEFAULT_PM_MODEL, Catalog, GpuModel, Profil
 from origamig.cluster.records import GiSlot, Placement, PmSpec, VmSpec, Weights, cores_to_m, gb_to_mb
 from origamig.errors import CatalogError
 from origamig.judge.check import SliceOwners, gi_problem, over_capacity
-from origamig.snapshot.fields import MISSING, FieldReader, kind_of, show
+from origamig.snapshot.fields import MISSING, FieldReader, id_problem, kind_of, show
 
 SNAPSHOT_VERSION = 1
 WEIGHT_KEYS = ("accept", "pm", "gpu", "free_start", "migration")
@@ -51,6 +51,8 @@ class _Reader(FieldReader):
         self.broken_models: set[str] = set()  # inline models already reported as malformed
         self.broken_profiles: set[str] = set()  # their profile names (not reported again as unknown)
         self.present: dict[str, GpuModel] = {}  # GPU models on the PMs, in order of first appearance
+        self.blind: dict[str, int] = {}  # PMs with an unknown GPU model: id -> GPU count
+        self.outlines: dict[str, tuple[int, PmSpec]] = {}  # id -> (index, CPU/RAM/power state only)
 
     # --- the document ------------------------------------------------------------------------
     def read(self, doc: Any) -> SnapshotParts | None:
@@ -67,7 +69,7 @@ class _Reader(FieldReader):
         self.pm_ids = {
             raw.get("id") for raw in pms_raw if isinstance(raw, dict) and isinstance(raw.get("id"), str)
         }
-        read = [self.read_pm(raw, f"pms[{j}]", catalog) for j, raw in enumerate(pms_raw)]
+        read = [self.read_pm(raw, j, catalog) for j, raw in enumerate(pms_raw)]
         shells = self.unique_pms([shell for _, shell in read])
         pms = [spec if shell is not None else None for (spec, _), shell in zip(read, shells, strict=True)]
         self.check_classes(shells)
@@ -75,7 +77,6 @@ class _Reader(FieldReader):
         present = list(self.present.values())
         vms, placement = self.read_vms(vms_raw, shells, present, catalog)
         weights = self.read_weights(doc.get("weights", MISSING), present, catalog)
-        self.check_capacity(pms, vms, placement)
         if self.problems or len(valid_pms) != len(pms) or weights is None:
             return None
         return SnapshotParts(tuple(valid_pms), vms, placement, weights, models)
@@ -109,19 +110,21 @@ class _Reader(FieldReader):
                         self.broken_profiles.add(prof["name"])
         return out
 
-    def read_pm(self, raw: Any, path: str, catalog: Catalog) -> tuple[PmSpec | None, PmSpec | None]:
+    def read_pm(self, raw: Any, j: int, catalog: Catalog) -> tuple[PmSpec | None, PmSpec | None]:
         """The PM, and its shell (id and GPUs only) that placements are checked against even when
-        its other fields are wrong."""
+        its other fields are wrong; its outline (CPU, RAM, power state) is kept for the capacity
+        checks, which run even when its GPUs are wrong."""
+        path = f"pms[{j}]"
         if not isinstance(raw, dict):
             self.err(path, f"expected an object, got {show(raw)} ({kind_of(raw)})")
             return None, None
         pid = self.typed(self.field(raw, path, "id"), f"{path}.id", str, "a string")
-        if pid is not None and not pid.strip():
-            self.err(f"{path}.id", "empty id")
+        if pid is not None and (problem := id_problem(pid)) is not None:
+            self.err(f"{path}.id", problem)
             pid = None
         cpu = self.number(self.field(raw, path, "cpu"), f"{path}.cpu", positive=True)
         ram = self.number(self.field(raw, path, "ram_gb"), f"{path}.ram_gb", positive=True)
-        gpus = self.read_pm_gpus(raw, path, catalog)
+        gpus = self.read_pm_gpus(raw, path, catalog, pid)
         for g in gpus or ():
             self.present.setdefault(g.name, g)
         weight = self.number(raw["weight"], f"{path}.weight") if "weight" in raw else 0.0
@@ -136,6 +139,9 @@ class _Reader(FieldReader):
             if pid is not None and gpus is not None
             else None
         )
+        if pid is not None and cpu is not None and ram is not None and off is not None:
+            outline = PmSpec(id=pid, cpu_m=cores_to_m(cpu), ram_mb=gb_to_mb(ram), powered_off=bool(off))
+            self.outlines.setdefault(pid, (j, outline))
         if pid is None or cpu is None or ram is None or gpus is None or power is None:
             return None, shell
         if weight is None or off is None:
@@ -151,20 +157,29 @@ class _Reader(FieldReader):
         )
         return spec, spec
 
-    def read_pm_gpus(self, raw: dict, path: str, catalog: Catalog) -> list[GpuModel] | None:
+    def read_pm_gpus(self, raw: dict, path: str, catalog: Catalog, pid: str | None) -> list[GpuModel] | None:
+        """The PM's GPU models; unknown names are one error for the PM (and its VMs are checked only
+        for what does not depend on the model)."""
         names = self.typed(self.field(raw, path, "gpus"), f"{path}.gpus", list, "a list of GPU model names")
         if names is None:
             return None
         out: list[GpuModel] | None = []
+        unknown: dict[str, list[int]] = {}
         for k, name in enumerate(names):
-            gpath = f"{path}.gpus[{k}]"
-            if self.typed(name, gpath, str, "a GPU model name") is None or name in self.broken_models:
+            typed = self.typed(name, f"{path}.gpus[{k}]", str, "a GPU model name")
+            if typed is None or name in self.broken_models:
                 out = None
             elif name not in catalog.gpus:
-                self.err(gpath, f"unknown GPU model {show(name)} (known: {', '.join(sorted(catalog.gpus))})")
+                unknown.setdefault(name, []).append(k)
                 out = None
             elif out is not None:
                 out.append(catalog.gpus[name])
+        known = ", ".join(sorted(catalog.gpus))
+        for name, ks in unknown.items():  # one line per misspelt name, at its first GPU
+            also = f", also on GPU{_plural_s(ks[1:])} {_indices(ks[1:])}" if len(ks) > 1 else ""
+            self.err(f"{path}.gpus[{ks[0]}]", f"unknown GPU model {show(name)}{also} (known: {known})")
+        if out is None and pid is not None:
+            self.blind.setdefault(pid, len(names))
         return out
 
     def read_power_model(self, raw: dict, path: str) -> str | None:
@@ -210,18 +225,25 @@ class _Reader(FieldReader):
         placement: dict[str, Placement] = {}
         owners = SliceOwners()  # (pm, gpu, slice) -> the GI holding it
         seen: dict[str, str] = {}
+        load: dict[str, list[tuple[str, int, int]]] = {}  # PM id -> (VM, CPU, RAM) of the VMs placed there
         for i, raw in enumerate(raws):
             path = f"vms[{i}]"
             if not isinstance(raw, dict):
                 self.err(path, f"expected an object, got {show(raw)} ({kind_of(raw)})")
                 continue
-            vm, gis = self.read_vm(raw, path, seen, pms, pm_index, present, catalog)
+            on = _placed_pm(raw)
+            vm, gis, size = self.read_vm(raw, path, seen, pms, pm_index, present, catalog, on in self.blind)
             if vm is not None:
                 vms[vm.id] = vm
-            if "placement" in raw and gis is not None:
+            if size is not None and on in self.outlines:
+                load.setdefault(on, []).append(size)
+            if "placement" in raw and on in self.blind:
+                self.read_blind_placement(raw["placement"], f"{path}.placement", raw.get("gis"), on)
+            elif "placement" in raw and gis is not None:
                 pl = self.read_placement(raw["placement"], f"{path}.placement", gis, pms, pm_index, owners)
                 if pl is not None and vm is not None:
                     placement[vm.id] = pl
+        self.check_capacity(load)
         return vms, placement
 
     def read_vm(
@@ -233,8 +255,12 @@ class _Reader(FieldReader):
         pm_index: dict[str, int],
         present: list[GpuModel],
         catalog: Catalog,
-    ) -> tuple[VmSpec | None, list[Profile] | None]:
-        """The VM, and its resolved profiles (its placement is checked whenever these are known)."""
+        blind: bool,
+    ) -> tuple[VmSpec | None, list[Profile] | None, tuple[str, int, int] | None]:
+        """The VM, its resolved profiles (its placement is checked whenever these are known), and its
+        id (or path), CPU and RAM (counted against its PM whenever they are valid). `blind`: it runs
+        on a PM whose GPU model is unknown, so its profile names are not resolved (the PM's error
+        covers them)."""
         vid = self.ident(raw, path, seen)
         cpu = self.number(self.field(raw, path, "cpu"), f"{path}.cpu")
         ram = self.number(self.field(raw, path, "ram_gb"), f"{path}.ram_gb")
@@ -244,10 +270,16 @@ class _Reader(FieldReader):
             if "migration_penalty" in raw
             else 0.0
         )
-        hint = _placed_model(raw, pms, pm_index)
-        gis = self.read_vm_gis(raw, path, present, catalog, hint)
+        size = (vid or path, cores_to_m(cpu), gb_to_mb(ram)) if cpu is not None and ram is not None else None
+        names = self.gi_names(raw, path)
+        if names is not None and "gpu_model" in raw:
+            gis = self.gis_of_named_model(raw["gpu_model"], names, path, catalog)
+        elif names is None or blind:
+            gis = None
+        else:
+            gis = self.resolve_gis(names, path, present, catalog, _placed_model(raw, pms, pm_index))
         if vid is None or cpu is None or ram is None or gis is None or accept is None or delta is None:
-            return None, gis
+            return None, gis, size
         spec = VmSpec(
             id=vid,
             cpu_m=cores_to_m(cpu),
@@ -256,36 +288,28 @@ class _Reader(FieldReader):
             accept_weight=float(raw["accept_weight"]) if "accept_weight" in raw else None,
             migration_penalty=float(raw["migration_penalty"]) if "migration_penalty" in raw else None,
         )
-        return spec, gis
+        return spec, gis, size
 
-    def read_vm_gis(
-        self, raw: dict, path: str, present: list[GpuModel], catalog: Catalog, hint: GpuModel | None
-    ) -> list[Profile] | None:
+    def gi_names(self, raw: dict, path: str) -> list[str] | None:
+        """The VM's GI profile names, each a string."""
         names = self.typed(self.field(raw, path, "gis"), f"{path}.gis", list, "a list of GI profile names")
         if names is None:
             return None
-        ok = True
-        for n, name in enumerate(names):
-            ok = self.typed(name, f"{path}.gis[{n}]", str, "a GI profile name") is not None and ok
-        if "gpu_model" in raw:
-            return self.gis_of_named_model(raw["gpu_model"], names, path, catalog) if ok else None
-        if not ok or not names:
-            return [] if ok else None
+        typed = [self.typed(nm, f"{path}.gis[{n}]", str, "a GI profile name") for n, nm in enumerate(names)]
+        return names if None not in typed else None
+
+    def resolve_gis(
+        self, names: list[str], path: str, present: list[GpuModel], catalog: Catalog, hint: GpuModel | None
+    ) -> list[Profile] | None:
+        """The profiles `names` mean: of the models on the PMs (else the catalog), of one model."""
+        if not names:
+            return []
         pool = (
             present
             if any(m.has_profile(nm) for m in present for nm in names)
             else list(catalog.gpus.values())
         )
-        for n, name in enumerate(names):
-            if name in self.broken_profiles:
-                ok = False
-            elif not any(m.has_profile(name) for m in pool):
-                known = sorted({p.name for m in (present or pool) for p in m.profiles})
-                self.err(
-                    f"{path}.gis[{n}]", f"unknown GI profile {show(name)} (known here: {', '.join(known)})"
-                )
-                ok = False
-        if not ok:
+        if not self.known_profiles(names, path, pool, present):
             return None
         common = [m for m in pool if all(m.has_profile(nm) for nm in names)]
         if not common:
@@ -298,19 +322,28 @@ class _Reader(FieldReader):
             classes.setdefault(m.gpu_class, m)
         if len(classes) > 1 and hint is not None and hint in common:
             return [hint.profile(nm) for nm in names]
+        if len(classes) > 1 and not self.blind:  # with a PM of unknown model, that model may decide
+            self.err(f"{path}.gis", _ambiguity(names, list(classes.values())))
+            return None
         if len(classes) > 1:
-            unique = list(dict.fromkeys(names))
-            shapes = "; ".join(
-                f"{m.name}: " + ", ".join(f"{nm} = {_slices(m.profile(nm).memory_slices)}" for nm in unique)
-                for m in classes.values()
-            )
-            self.err(
-                f"{path}.gis",
-                f'{", ".join(dict.fromkeys(names))} is ambiguous here ({shapes}); add "gpu_model" '
-                f"({' or '.join(show(m.name) for m in classes.values())}) to the VM",
-            )
             return None
         return [common[0].profile(nm) for nm in names]
+
+    def known_profiles(
+        self, names: list[str], path: str, pool: list[GpuModel], present: list[GpuModel]
+    ) -> bool:
+        """Whether every name is a profile of some model of `pool` (each unknown one is an error)."""
+        ok = True
+        for n, name in enumerate(names):
+            if name in self.broken_profiles:
+                ok = False
+            elif not any(m.has_profile(name) for m in pool):
+                known = sorted({p.name for m in (present or pool) for p in m.profiles})
+                self.err(
+                    f"{path}.gis[{n}]", f"unknown GI profile {show(name)} (known here: {', '.join(known)})"
+                )
+                ok = False
+        return ok
 
     def gis_of_named_model(
         self, model_name: Any, names: list, path: str, catalog: Catalog
@@ -372,6 +405,26 @@ class _Reader(FieldReader):
             return None
         return Placement(j, tuple(slots))
 
+    def read_blind_placement(self, raw: Any, path: str, names: Any, pm_id: str) -> None:
+        """What can be checked of a placement on a PM whose GPU model is unknown: its shape, the GI
+        count, and that each GPU index exists."""
+        if self.typed(raw, path, dict, 'an object with "pm" and "gis"') is None:
+            return
+        slots = self.typed(self.field(raw, path, "gis"), f"{path}.gis", list, "a list of {gpu, start}")
+        if slots is None:
+            return
+        if isinstance(names, list) and len(slots) != len(names):
+            self.err(f"{path}.gis", f"{len(slots)} placements for the VM's {len(names)} GIs")
+        count = self.blind[pm_id]
+        for n, slot in enumerate(slots):
+            spath = f"{path}.gis[{n}]"
+            if self.typed(slot, spath, dict, 'an object {"gpu": .., "start": ..}') is None:
+                continue
+            gpu = self.index(self.field(slot, spath, "gpu"), f"{spath}.gpu")
+            self.index(self.field(slot, spath, "start"), f"{spath}.start")
+            if gpu is not None and gpu >= count:
+                self.err(f"{spath}.gpu", f"{gpu} is not a GPU of {pm_id} (it has {count})")
+
     def read_slot(
         self,
         raw: Any,
@@ -424,18 +477,13 @@ class _Reader(FieldReader):
             f"{start} is not a permitted start for {prof.name} on {model.name} (allowed: {allowed})",
         )
 
-    def check_capacity(
-        self, pms: list[PmSpec | None], vms: Mapping[str, VmSpec], placement: Mapping[str, Placement]
-    ) -> None:
-        hosted: dict[int, list[str]] = {}
-        for v, pl in placement.items():
-            hosted.setdefault(pl.pm, []).append(v)
-        for j, ids in sorted(hosted.items()):
-            pm = pms[j]
-            if pm is None:
-                continue
-            cpu = sum(vms[v].cpu_m for v in ids)
-            ram = sum(vms[v].ram_mb for v in ids)
+    def check_capacity(self, load: Mapping[str, list[tuple[str, int, int]]]) -> None:
+        """Each PM's CPU and RAM against the VMs placed on it (whatever else is wrong with them)."""
+        for pm_id, used in sorted(load.items(), key=lambda item: self.outlines[item[0]][0]):
+            j, pm = self.outlines[pm_id]
+            cpu = sum(c for _, c, _ in used)
+            ram = sum(r for _, _, r in used)
+            ids = [v for v, _, _ in used]
             names = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
             over = over_capacity(pm, cpu, ram)
             if "cpu" in over:
@@ -487,8 +535,43 @@ class _Reader(FieldReader):
         return Weights(**values, free_start_by_profile=by_profile)
 
 
+def _plural_s(items: Sized) -> str:
+    return "s" if len(items) > 1 else ""
+
+
+def _indices(ks: list[int]) -> str:
+    """0, 1, 2, 5 -> "0-2, 5"."""
+    runs: list[list[int]] = []
+    for k in ks:
+        if runs and k == runs[-1][-1] + 1:
+            runs[-1].append(k)
+        else:
+            runs.append([k])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
+
+
 def _slices(n: int) -> str:
     return f"{n} slice" if n == 1 else f"{n} slices"
+
+
+def _ambiguity(names: list[str], models: list[GpuModel]) -> str:
+    """Why profile names that fit models of several classes need the VM's "gpu_model"."""
+    unique = list(dict.fromkeys(names))
+    shapes = "; ".join(
+        f"{m.name}: " + ", ".join(f"{nm} = {_slices(m.profile(nm).memory_slices)}" for nm in unique)
+        for m in models
+    )
+    return (
+        f'{", ".join(unique)} is ambiguous here ({shapes}); add "gpu_model" '
+        f"({' or '.join(show(m.name) for m in models)}) to the VM"
+    )
+
+
+def _placed_pm(raw: dict) -> str | None:
+    """The PM id a VM's placement names, if it is a string."""
+    pl = raw.get("placement")
+    pm = pl.get("pm") if isinstance(pl, dict) else None
+    return pm if isinstance(pm, str) else None
 
 
 def _placed_model(raw: dict, pms: list[PmSpec | None], pm_index: dict[str, int]) -> GpuModel | None:
