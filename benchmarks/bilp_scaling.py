@@ -29,16 +29,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from paper_values import (
+from benchmarks.paper_values import (
     FIG3_TIME_LIMIT_S,
     FIG3A_RATIOS,
     FIG3B_LAST_DOUBLINGS,
     FIG3B_TIME_S,
 )
-from publish import publish
-
+from benchmarks.publish import publish
 from origamig.bilp import Limits
 from origamig.cluster.catalog import default_catalog
 from origamig.cluster.datacenter import DataCenter

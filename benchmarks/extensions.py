@@ -34,17 +34,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import paper_values as paper
-import sweep
-from sweep import Cell, Scale, Sweep
-
+from benchmarks import RESULTS
+from benchmarks import paper_values as paper
 from origamig.errors import UserError
+from origamig.study import sweep
+from origamig.study.sweep import Cell, Scale, Sweep
 
 QUICK = dataclasses.replace(sweep.QUICK, seeds=(1, 2))
 FULL = sweep.FULL
@@ -204,7 +201,7 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    p = sweep.parser(__doc__ or "", QUICK, FULL)
+    p = sweep.parser(__doc__ or "", QUICK, FULL, RESULTS)
     p.add_argument(
         "--rows", default=None, help=f"comma-separated rows (default all: {','.join(ROW_OPTIONS)})"
     )

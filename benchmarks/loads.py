@@ -14,17 +14,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import paper_values as paper
-import sweep
-from sweep import Cell, Scale, Shown, Sweep
-
+from benchmarks import RESULTS
+from benchmarks import paper_values as paper
 from origamig.errors import UserError
+from origamig.study import sweep
+from origamig.study.sweep import Cell, Scale, Shown, Sweep
 
 QUICK = dataclasses.replace(sweep.QUICK, seeds=(1, 2))
 FULL = dataclasses.replace(sweep.FULL, seeds=tuple(range(1, paper.PAPER_SEEDS_LOADS + 1)))
@@ -161,7 +158,7 @@ def print_tables(sw: Sweep, loads: tuple[float, ...], findings: dict[str, Any]) 
     )
 
 
-def draw(sw: Sweep, loads: tuple[float, ...], out_dir: Path = sweep.RESULTS) -> Path:
+def draw(sw: Sweep, loads: tuple[float, ...], out_dir: Path = RESULTS) -> Path:
     panels = (
         ("acceptance", "Acceptance (% of requested memory slices)", 100, "acceptance_pct", None),
         ("active_pms_pct", "Active PMs (% of all PMs)", 1, "active_pms", 100 / paper.PAPER_PMS),
@@ -218,7 +215,7 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    p = sweep.parser(__doc__ or "", QUICK, FULL)
+    p = sweep.parser(__doc__ or "", QUICK, FULL, RESULTS)
     p.add_argument(
         "--loads", default=None, help="comma-separated loads (default: 0.5,0.75,1.0 quick; 6 full)"
     )

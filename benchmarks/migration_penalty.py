@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import paper_values as paper
-import sweep
-from sweep import Cell, Scale, Sweep
+from benchmarks import RESULTS
+from benchmarks import paper_values as paper
+from origamig.study import sweep
+from origamig.study.sweep import Cell, Scale, Sweep
 
 LOAD = 0.85  # §6.6
 DELTAS = (0, 5, 10, 20, 40)
@@ -118,7 +116,7 @@ def print_table(sw: Sweep, rows: tuple[str, ...], findings: dict[str, Any]) -> N
     )
 
 
-def draw(sw: Sweep, rows: tuple[str, ...], findings: dict[str, Any], out_dir: Path = sweep.RESULTS) -> Path:
+def draw(sw: Sweep, rows: tuple[str, ...], findings: dict[str, Any], out_dir: Path = RESULTS) -> Path:
     per = findings["per_row"]
     fig, axes = sweep.figure(1, 1, 11, 6.5, f"Fig. 6 — load {LOAD}; {sw.scale.describe()}")
     ax = axes[0, 0]
@@ -185,4 +183,4 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    sweep.main_wrapper(main, sweep.parser(__doc__ or "", QUICK, FULL).parse_args())
+    sweep.main_wrapper(main, sweep.parser(__doc__ or "", QUICK, FULL, RESULTS).parse_args())

@@ -29,9 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from paper_values import (
+from benchmarks.paper_values import (
     CALL_TIME_LIMIT_S,
     FIG8A_EXTRA_ACTIVE_PMS_PCT,
     GAP_LOAD,
@@ -41,8 +39,7 @@ from paper_values import (
     TABLE12_OPT_MEDIAN_S,
     TABLE12_VMS,
 )
-from publish import publish, quantile
-
+from benchmarks.publish import publish, quantile
 from origamig.bilp import Limits
 from origamig.cluster.catalog import default_catalog
 from origamig.cluster.datacenter import DataCenter

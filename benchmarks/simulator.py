@@ -19,16 +19,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from paper_values import READING_FF_100_SEEDS, TABLE8
-
+from benchmarks.paper_values import READING_FF_100_SEEDS, TABLE8
 from origamig.policies.base import policy_names
 from origamig.sim.engine import Simulation
 from origamig.sim.scenario import SimConfig, build_pms, requests_for

@@ -30,11 +30,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from paper_values import TABLE10, TABLE12_CALL_MEDIAN_S
-from publish import publish, quantile
-
+from benchmarks.paper_values import TABLE10, TABLE12_CALL_MEDIAN_S
+from benchmarks.publish import publish, quantile
 from origamig.bilp import Limits, solve_region
 from origamig.call.neighborhood import Neighborhood
 from origamig.cluster.catalog import default_catalog

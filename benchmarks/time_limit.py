@@ -34,11 +34,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from publish import publish, quantile
-from stress_instances import h100_cluster
-
+from benchmarks.publish import publish, quantile
+from benchmarks.stress_instances import h100_cluster
 from origamig.bilp import build_model, compile_model, restrict
 from origamig.bilp.backends.base import Limits, get_backend
 from origamig.snapshot.document import parse_snapshot
