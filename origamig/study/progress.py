@@ -86,8 +86,6 @@ class RunsProgress:
             self._task = self._bar.add_task(
                 self.title, total=max(self.total_h, 1e-9), rate=0.0, runs=self._runs()
             )
-        elif self.show:
-            self._line(f"{self.title}: {len(self.jobs)} runs, {self.total_h:,.0f} simulated hours")
         return self
 
     def __exit__(
