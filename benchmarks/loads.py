@@ -22,6 +22,7 @@ from benchmarks import paper_values as paper
 from origamig.errors import UserError
 from origamig.study import sweep
 from origamig.study.sweep import Cell, Scale, Shown, Sweep
+from origamig.study.sweep.grid import policy_load_cells
 
 QUICK = dataclasses.replace(sweep.QUICK, seeds=(1, 2))
 FULL = dataclasses.replace(sweep.FULL, seeds=tuple(range(1, paper.PAPER_SEEDS_LOADS + 1)))
@@ -42,13 +43,7 @@ HIGH_LOAD = 1.0  # "OrigaMIG and TC admit more than FF at high load" is checked 
 
 
 def cells(scale: Scale, loads: tuple[float, ...], policies: tuple[str, ...] = paper.POLICIES) -> list[Cell]:
-    out = []
-    for load in loads:
-        for policy in policies:
-            options = scale.origamig_options() if policy == "origamig" else ()
-            config = scale.config(load=load, policy_options=options)
-            out.extend(Cell(policy, f"{load:g}", policy, config, seed) for seed in scale.seeds)
-    return out
+    return policy_load_cells(scale, loads, policies)
 
 
 def analyse(sw: Sweep, loads: tuple[float, ...]) -> dict[str, Any]:

@@ -120,16 +120,23 @@ def summary_table(doc: dict[str, Any]) -> Table:
     return table
 
 
+# Options `simulate` shares with `study`.
+POLICY_HELP = "ff, mfi, tc, origamig (repeat or comma-separate)."
+LOADS = typer.Option("--load", help="Offered load ρ (repeat or comma-separate; 0.85).")
+SEEDS_HELP = "Seeds: N (seeds 1..N), A..B, or a list such as 1,2,3"
+SCHEDULER = typer.Option("--scheduler", help="Dask scheduler address tcp://HOST:PORT.")
+OPTIONS = typer.Option(
+    "--option",
+    "-o",
+    help="Policy option KEY=VALUE (repeatable), e.g. m_max=8, delta=20, theta=2, timer_s=900, "
+    "random_neighborhoods=true, admission_calls=false, time_limit_s=5, tc_rule=literal, period_s=3600.",
+)
+
+
 def simulate(
-    policy: Annotated[
-        list[str], typer.Option("--policy", help="ff, mfi, tc, origamig (repeat or comma-separate).")
-    ],
-    load: Annotated[
-        list[str] | None, typer.Option("--load", help="Offered load ρ (repeat or comma-separate; 0.85).")
-    ] = None,
-    seeds: Annotated[
-        str, typer.Option("--seeds", help="Seeds: N (seeds 1..N), A..B, or a list such as 1,2,3.")
-    ] = "1..5",
+    policy: Annotated[list[str], typer.Option("--policy", help=POLICY_HELP)],
+    load: Annotated[list[str] | None, LOADS] = None,
+    seeds: Annotated[str, typer.Option("--seeds", help=SEEDS_HELP + ".")] = "1..5",
     pms: Annotated[
         int | None,
         typer.Option(
@@ -167,9 +174,7 @@ def simulate(
         ),
     ] = False,
     workers: Annotated[int, typer.Option("--workers", help="Parallel worker processes.")] = 1,
-    scheduler: Annotated[
-        str | None, typer.Option("--scheduler", help="Dask scheduler address tcp://HOST:PORT.")
-    ] = None,
+    scheduler: Annotated[str | None, SCHEDULER] = None,
     requests: Annotated[
         Path | None, typer.Option("--requests", help="Replay requests from a CSV/JSON file instead.")
     ] = None,
@@ -177,16 +182,7 @@ def simulate(
         str | None,
         typer.Option("--trace-dir", help="Folder of the Alibaba 2023 GPU trace (variant alibaba)."),
     ] = None,
-    option: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--option",
-            "-o",
-            help="Policy option KEY=VALUE (repeatable), e.g. m_max=8, delta=20, theta=2, timer_s=900, "
-            "random_neighborhoods=true, admission_calls=false, time_limit_s=5, tc_rule=literal, "
-            "period_s=3600.",
-        ),
-    ] = None,
+    option: Annotated[list[str] | None, OPTIONS] = None,
     bound: Annotated[
         str | None,
         typer.Option("--bound", help="OrigaMIG neighborhoods bounded by 'pms' (default) or 'vms'."),

@@ -9,7 +9,16 @@ from typing import Annotated
 import typer
 
 from origamig.cli.report import draw, refuse_overwrite
-from origamig.cli.simulate import parse_loads, parse_options, split_list
+from origamig.cli.simulate import (
+    LOADS,
+    OPTIONS,
+    POLICY_HELP,
+    SCHEDULER,
+    SEEDS_HELP,
+    parse_loads,
+    parse_options,
+    split_list,
+)
 from origamig.errors import UserError
 from origamig.solver_registry import backend_names
 from origamig.study.results import runs_document
@@ -38,27 +47,18 @@ def study(
         ),
     ] = "quick",
     policy: Annotated[
-        list[str] | None, typer.Option("--policy", help="ff, mfi, tc, origamig (repeat or comma-separate).")
+        list[str] | None, typer.Option("--policy", help=POLICY_HELP[:-1] + "; default ff,tc,origamig.")
     ] = None,
-    load: Annotated[
-        list[str] | None, typer.Option("--load", help="Offered load ρ (repeat or comma-separate; 0.85).")
-    ] = None,
+    load: Annotated[list[str] | None, LOADS] = None,
     seeds: Annotated[
-        str | None,
-        typer.Option(
-            "--seeds", help="Seeds: N (seeds 1..N), A..B, or a list such as 1,2,3 (default: the scale's)."
-        ),
+        str | None, typer.Option("--seeds", help=SEEDS_HELP + " (default: the scale's).")
     ] = None,
-    option: Annotated[
-        list[str] | None, typer.Option("--option", "-o", help="Policy option KEY=VALUE (repeatable).")
-    ] = None,
+    option: Annotated[list[str] | None, OPTIONS] = None,
     solver: Annotated[str | None, typer.Option("--solver", help="OrigaMIG's BILP backend.")] = None,
     workers: Annotated[
         int, typer.Option("--workers", help="Parallel processes (1: in this process, live progress).")
     ] = 1,
-    scheduler: Annotated[
-        str | None, typer.Option("--scheduler", help="Run on a Dask cluster: tcp://HOST:PORT.")
-    ] = None,
+    scheduler: Annotated[str | None, SCHEDULER] = None,
     out: Annotated[Path, typer.Option("--out", help="Folder of the results file and checkpoints.")] = Path(
         "studies"
     ),
