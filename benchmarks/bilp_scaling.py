@@ -11,8 +11,8 @@ current placement with the §6.1 weights and a per-solve time limit. Three sweep
 Each point: median of the seeds with min/max, model size (columns, rows, nonzeros), and the median
 final gap where most solves hit the limit.
 
-    python benchmarks/bilp_scaling.py --quick   # smaller sizes, 3 seeds, 20 s limit
-    python benchmarks/bilp_scaling.py --full    # the paper's sizes, 3 seeds, 20 min limit
+    python -m benchmarks.bilp_scaling --quick   # smaller sizes, 3 seeds, 20 s limit
+    python -m benchmarks.bilp_scaling --full    # the paper's sizes, 3 seeds, 20 min limit
 """
 
 from __future__ import annotations

@@ -17,10 +17,10 @@ solver proved optimality, and the neighborhood's PMs, GPUs and VMs — then 60 o
 (`--replay-calls`), spread evenly, are solved again with the paper's setting (HiGHS, 1 thread, 10 s
 wall-clock limit, no node budget).
 
-    python benchmarks/fleets.py --quick --workers 1    # 24 h + 24 h, seeds 1-3; paper fleet at 32 PMs
-    python benchmarks/fleets.py --full --scheduler tcp://HOST:8786   # 48 h + 72 h, 5 seeds, own sizes
-    python benchmarks/fleets.py --replot               # tables and figure again from the stored JSON
-    python benchmarks/fleets.py --quick --fleet my.toml   # the same what-if on your own fleet file
+    python -m benchmarks.fleets --quick --workers 1    # 24 h + 24 h, seeds 1-3; paper fleet at 32 PMs
+    python -m benchmarks.fleets --full --scheduler tcp://HOST:8786   # 48 h + 72 h, 5 seeds, own sizes
+    python -m benchmarks.fleets --replot               # tables and figure again from the stored JSON
+    python -m benchmarks.fleets --quick --fleet my.toml   # the same what-if on your own fleet file
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ the phases its `Work.phases_s` reports (select, build, solve, plan).
 Fidelity: FF with the default setup over seeds 1..N at loads 0.75 and 1.0, against an independent
 reading of the workload (docs/simulator.md) over 100 seeds and against the paper's Table 8.
 
-    python benchmarks/simulator.py --quick      # speed of ff/mfi/tc (1 repeat), FF fidelity over 5 seeds
-    python benchmarks/simulator.py --full       # 3 repeats (median), OrigaMIG too, FF fidelity over 20 seeds
+    python -m benchmarks.simulator --quick      # speed of ff/mfi/tc (1 repeat), FF fidelity over 5 seeds
+    python -m benchmarks.simulator --full       # 3 repeats (median), OrigaMIG too, FF fidelity over 20 seeds
 
 Prints tables and writes benchmarks/results/simulator.json.
 """
