@@ -18,7 +18,7 @@ def policy_load_cells(
     """One cell per (load, policy, seed of the scale): row = policy, column = load. OrigaMIG runs with
     the scale's call budget (`Scale.origamig_options`), `options` overriding; the other policies take
     `options` as given (each takes the ones it knows)."""
-    out = []
+    out: list[Cell] = []
     for load in loads:
         for policy in policies:
             chosen = (

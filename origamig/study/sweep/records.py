@@ -18,13 +18,17 @@ DERIVED_NAMES = (
     "pms_per_100_gpus_served",
 )
 # What a recomputed cell must reproduce exactly for the stored one to count as this code's result:
-# everything but the counters that time the machine (`wall_s`, `time_*`), which no rerun repeats.
+# everything but the counters that time the machine (`measured_on_the_machine`): no rerun repeats them.
 COMPARED = ("metrics", "counters", "requests", "calls")
+
+
+# Policy counters that time the machine (TC's decision time, OrigaMIG's measured call times).
+WALL_CLOCK_COUNTERS = frozenset({"wall_s", "median_call_s"})
 
 
 def measured_on_the_machine(counter: str) -> bool:
     """A policy counter that is a wall-clock measurement, not a computed result."""
-    return counter == "wall_s" or counter.startswith("time_")
+    return counter in WALL_CLOCK_COUNTERS or counter.startswith("time_")
 
 
 def record(cell: Cell, result: RunResult, code: str) -> dict[str, Any]:
