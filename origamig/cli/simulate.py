@@ -207,9 +207,10 @@ def simulate(
     """Simulate placement policies on the paper's workload (docs/simulator.md), or on your fleet (--fleet) or
     cluster (--from), and report their metrics.
 
-    The default scale — 128 PMs, 48 h warm-up + 72 h measured, seeds 1..5 at load 0.85 — costs, per
-    seed on one core, about 1 s for FF, 10-30 s for TC and 1.5-3 hours for OrigaMIG. For a first look
-    try --pms 32 --warmup 24h --measure 24h --seeds 2 (OrigaMIG: a few minutes per seed)."""
+    The default scale (128 PMs, 48 h warm-up + 72 h measured, seeds 1..5,
+    load 0.85) costs, per seed on one core: about 1 s for FF, 10-30 s for TC,
+    1.5-3 hours for OrigaMIG. For a first look try --pms 32 --warmup 24h
+    --measure 24h --seeds 2 (OrigaMIG: 2-15 minutes per seed)."""
     policies = split_list(policy)
     options = parse_options(option or [], policies)
     if bound is not None:

@@ -84,10 +84,13 @@ def study(
 ) -> None:
     """Compare policies over loads and seeds at a named scale, resumably (docs/studies.md).
 
-    Every finished cell is stored at once in <out>/<name>-<scale>.json; a rerun skips the cells this
-    version of the code already ran and resumes interrupted ones from their checkpoints. Costs per seed
-    at quick scale on one core: FF and TC a second or two, OrigaMIG 2-15 minutes; at full scale OrigaMIG
-    takes 1.5-3 hours. Example: origamig study first --policy tc,origamig --load 0.5,0.85 --seeds 2"""
+    Every finished cell is stored at once in <out>/<name>-<scale>.json; a
+    rerun skips the cells this version of the code already ran and resumes
+    interrupted ones from their checkpoints. Cost per seed on one core: at
+    quick scale FF and TC a second or two, OrigaMIG 2-15 minutes; at full
+    scale OrigaMIG 1.5-3 hours.
+
+    Example: origamig study first --policy tc,origamig --load 0.5,0.85 --seeds 2"""
     chosen = scale_of(scale_name, seeds, solver)
     policies = split_list(policy or ["ff,tc,origamig"])
     options = parse_options(option or [], policies)
