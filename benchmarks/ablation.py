@@ -10,23 +10,21 @@ nodes, so the time-limit rows scale the node budget by t / 10 s instead. Prints 
 Table 11 (active PMs, migrations and calls per hour scaled from 128 PMs to ours), writes
 benchmarks/results/ablation-<scale>.json and ablation-<scale>.png.
 
-    python benchmarks/ablation.py --quick      # 32 PMs, 24 h + 24 h, 1 seed
-    python benchmarks/ablation.py --full --scheduler tcp://HOST:8786   # 128 PMs, 48 h + 72 h, 3 seeds
+    python -m benchmarks.ablation --quick      # 32 PMs, 24 h + 24 h, 1 seed
+    python -m benchmarks.ablation --full --scheduler tcp://HOST:8786   # 128 PMs, 48 h + 72 h, 3 seeds
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import paper_values as paper
-import sweep
-from sweep import Cell, Scale, Sweep
+from benchmarks import RESULTS
+from benchmarks import paper_values as paper
+from origamig.study import sweep
+from origamig.study.sweep import Cell, Scale, Sweep
 
 LOAD = 0.85  # §6.7
 QUICK = dataclasses.replace(sweep.QUICK, seeds=(1,))
@@ -146,7 +144,7 @@ def print_table(sw: Sweep, rows: tuple[str, ...], findings: dict[str, Any]) -> N
     )
 
 
-def draw(sw: Sweep, rows: tuple[str, ...], out_dir: Path = sweep.RESULTS) -> Path:
+def draw(sw: Sweep, rows: tuple[str, ...], out_dir: Path = RESULTS) -> Path:
     col = f"{LOAD:g}"
     fig, axes = sweep.figure(1, 2, 14, 7, f"Table 11 — ablation at load {LOAD}; {sw.scale.describe()}")
     names = [LABELS[r] for r in rows]
@@ -186,6 +184,6 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    p = sweep.parser(__doc__ or "", QUICK, FULL)
+    p = sweep.parser(__doc__ or "", QUICK, FULL, RESULTS)
     p.add_argument("--rows", default=None, help=f"comma-separated rows (default all: {','.join(ROWS)})")
     sweep.main_wrapper(main, p.parse_args())

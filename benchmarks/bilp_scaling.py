@@ -11,8 +11,8 @@ current placement with the §6.1 weights and a per-solve time limit. Three sweep
 Each point: median of the seeds with min/max, model size (columns, rows, nonzeros), and the median
 final gap where most solves hit the limit.
 
-    python benchmarks/bilp_scaling.py --quick   # smaller sizes, 3 seeds, 20 s limit
-    python benchmarks/bilp_scaling.py --full    # the paper's sizes, 3 seeds, 20 min limit
+    python -m benchmarks.bilp_scaling --quick   # smaller sizes, 3 seeds, 20 s limit
+    python -m benchmarks.bilp_scaling --full    # the paper's sizes, 3 seeds, 20 min limit
 """
 
 from __future__ import annotations
@@ -29,16 +29,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from paper_values import (
+from benchmarks.paper_values import (
     FIG3_TIME_LIMIT_S,
     FIG3A_RATIOS,
     FIG3B_LAST_DOUBLINGS,
     FIG3B_TIME_S,
 )
-from publish import publish
-
+from benchmarks.publish import publish
 from origamig.bilp import Limits
 from origamig.cluster.catalog import default_catalog
 from origamig.cluster.datacenter import DataCenter

@@ -1,6 +1,6 @@
 """Planning cost of the migration executor, and a nightly-size run of its random-case property test.
 
-    python benchmarks/executor.py [--quick | --full] [--vms 64] [--pms 16] [--cases N]
+    python -m benchmarks.executor [--quick | --full] [--vms 64] [--pms 16] [--cases N]
 
 Planning cost (target: a plan for 64 VMs on 16 PMs in well under 50 ms). A neighborhood of
 `--pms` PMs (three quarters 2× A100-40GB, one quarter 2× A30-24GB; 80 cores, 512 GB) and `--vms`

@@ -24,27 +24,24 @@ with means ± 95% CIs, the paired count "fewer active PMs than TC" and the migra
 writes benchmarks/results/extensions-<scale>.json and .png. Finished cells are kept in the JSON file
 as they finish, and a rerun resumes (see `--cells`).
 
-    python benchmarks/extensions.py --quick                          # 32 PMs, 24 h + 24 h, seeds 1, 2
-    python benchmarks/extensions.py --quick --seeds 3..5 --rows origamig   # seeds not tuned on
-    python benchmarks/extensions.py --full --rows origamig --seeds 5       # 128 PMs, 48 h + 72 h
-    python benchmarks/extensions.py --full --load 0.85 --rows origamig --seeds 5 --cells     # what is left
+    python -m benchmarks.extensions --quick                          # 32 PMs, 24 h + 24 h, seeds 1, 2
+    python -m benchmarks.extensions --quick --seeds 3..5 --rows origamig   # seeds not tuned on
+    python -m benchmarks.extensions --full --rows origamig --seeds 5       # 128 PMs, 48 h + 72 h
+    python -m benchmarks.extensions --full --load 0.85 --rows origamig --seeds 5 --cells     # what is left
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import paper_values as paper
-import sweep
-from sweep import Cell, Scale, Sweep
-
+from benchmarks import RESULTS
+from benchmarks import paper_values as paper
 from origamig.errors import UserError
+from origamig.study import sweep
+from origamig.study.sweep import Cell, Scale, Sweep
 
 QUICK = dataclasses.replace(sweep.QUICK, seeds=(1, 2))
 FULL = sweep.FULL
@@ -204,7 +201,7 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    p = sweep.parser(__doc__ or "", QUICK, FULL)
+    p = sweep.parser(__doc__ or "", QUICK, FULL, RESULTS)
     p.add_argument(
         "--rows", default=None, help=f"comma-separated rows (default all: {','.join(ROW_OPTIONS)})"
     )

@@ -6,25 +6,23 @@ PMs, energy and migrations per hour are scaled from the paper's 128 PMs / 72 h t
 comparison OrigaMIG vs TC (runs with fewer active PMs, migration ratio) and vs FF. Writes
 benchmarks/results/loads-<scale>.json and loads-<scale>.png.
 
-    python benchmarks/loads.py --quick                 # 32 PMs, 24 h + 24 h, loads 0.5/0.75/1.0, 2 seeds
-    python benchmarks/loads.py --full --scheduler tcp://HOST:8786   # 128 PMs, 48 h + 72 h, 6 loads, 5 seeds
+    python -m benchmarks.loads --quick                 # 32 PMs, 24 h + 24 h, loads 0.5/0.75/1.0, 2 seeds
+    python -m benchmarks.loads --full --scheduler tcp://HOST:8786   # 128 PMs, 48 h + 72 h, 6 loads, 5 seeds
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import paper_values as paper
-import sweep
-from sweep import Cell, Scale, Shown, Sweep
-
+from benchmarks import RESULTS
+from benchmarks import paper_values as paper
 from origamig.errors import UserError
+from origamig.study import sweep
+from origamig.study.sweep import Cell, Scale, Shown, Sweep
+from origamig.study.sweep.grid import policy_load_cells
 
 QUICK = dataclasses.replace(sweep.QUICK, seeds=(1, 2))
 FULL = dataclasses.replace(sweep.FULL, seeds=tuple(range(1, paper.PAPER_SEEDS_LOADS + 1)))
@@ -45,13 +43,7 @@ HIGH_LOAD = 1.0  # "OrigaMIG and TC admit more than FF at high load" is checked 
 
 
 def cells(scale: Scale, loads: tuple[float, ...], policies: tuple[str, ...] = paper.POLICIES) -> list[Cell]:
-    out = []
-    for load in loads:
-        for policy in policies:
-            options = scale.origamig_options() if policy == "origamig" else ()
-            config = scale.config(load=load, policy_options=options)
-            out.extend(Cell(policy, f"{load:g}", policy, config, seed) for seed in scale.seeds)
-    return out
+    return policy_load_cells(scale, loads, policies)
 
 
 def analyse(sw: Sweep, loads: tuple[float, ...]) -> dict[str, Any]:
@@ -161,7 +153,7 @@ def print_tables(sw: Sweep, loads: tuple[float, ...], findings: dict[str, Any]) 
     )
 
 
-def draw(sw: Sweep, loads: tuple[float, ...], out_dir: Path = sweep.RESULTS) -> Path:
+def draw(sw: Sweep, loads: tuple[float, ...], out_dir: Path = RESULTS) -> Path:
     panels = (
         ("acceptance", "Acceptance (% of requested memory slices)", 100, "acceptance_pct", None),
         ("active_pms_pct", "Active PMs (% of all PMs)", 1, "active_pms", 100 / paper.PAPER_PMS),
@@ -218,7 +210,7 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    p = sweep.parser(__doc__ or "", QUICK, FULL)
+    p = sweep.parser(__doc__ or "", QUICK, FULL, RESULTS)
     p.add_argument(
         "--loads", default=None, help="comma-separated loads (default: 0.5,0.75,1.0 quick; 6 full)"
     )

@@ -1,7 +1,7 @@
 """Speed of the MIG slice algebra on one core: default-placement decisions per second (target ≥ 200k/s
 on an A100) and the configuration-space enumeration time (docs/model.md#configuration-space).
 
-    python benchmarks/mig_speed.py [--quick | --full] [--gpu A100-40GB]
+    python -m benchmarks.mig_speed [--quick | --full] [--gpu A100-40GB]
 
 Prints a table and writes `benchmarks/results/mig_speed.json`. Every figure is the median of the
 repeats. A decision is "where does the default GI placement put profile p on a GPU with occupancy

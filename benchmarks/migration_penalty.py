@@ -7,23 +7,21 @@ Table 10 (migrations/h, GB/h and active PMs scaled from the paper's 128 PMs to o
 reduction in active PMs against the migration rate (Fig. 6). Writes
 benchmarks/results/migration_penalty-<scale>.json and migration_penalty-<scale>.png.
 
-    python benchmarks/migration_penalty.py --quick     # 32 PMs, 24 h + 24 h, 1 seed
-    python benchmarks/migration_penalty.py --full --scheduler tcp://HOST:8786   # 128 PMs, 3 seeds
+    python -m benchmarks.migration_penalty --quick     # 32 PMs, 24 h + 24 h, 1 seed
+    python -m benchmarks.migration_penalty --full --scheduler tcp://HOST:8786   # 128 PMs, 3 seeds
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import paper_values as paper
-import sweep
-from sweep import Cell, Scale, Sweep
+from benchmarks import RESULTS
+from benchmarks import paper_values as paper
+from origamig.study import sweep
+from origamig.study.sweep import Cell, Scale, Sweep
 
 LOAD = 0.85  # §6.6
 DELTAS = (0, 5, 10, 20, 40)
@@ -118,7 +116,7 @@ def print_table(sw: Sweep, rows: tuple[str, ...], findings: dict[str, Any]) -> N
     )
 
 
-def draw(sw: Sweep, rows: tuple[str, ...], findings: dict[str, Any], out_dir: Path = sweep.RESULTS) -> Path:
+def draw(sw: Sweep, rows: tuple[str, ...], findings: dict[str, Any], out_dir: Path = RESULTS) -> Path:
     per = findings["per_row"]
     fig, axes = sweep.figure(1, 1, 11, 6.5, f"Fig. 6 — load {LOAD}; {sw.scale.describe()}")
     ax = axes[0, 0]
@@ -185,4 +183,4 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    sweep.main_wrapper(main, sweep.parser(__doc__ or "", QUICK, FULL).parse_args())
+    sweep.main_wrapper(main, sweep.parser(__doc__ or "", QUICK, FULL, RESULTS).parse_args())

@@ -24,11 +24,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from publish import publish, quantile, scale_parser
-from solver_replay import Setup, record
-
+from benchmarks.publish import publish, quantile, scale_parser
+from benchmarks.solver_replay import Setup, record
 from origamig.bilp import Limits, build_model, compile_model, no_change_proof, restrict, solve_region
 from origamig.bilp.backends.base import BOUND
 from origamig.snapshot.document import parse_snapshot

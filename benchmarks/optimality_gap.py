@@ -9,8 +9,8 @@ placements are compared in Eq. (5): extra active PMs of OrigaMIG relative to OPT
 gap (OPT − OrigaMIG)/OPT. Runtimes: every OrigaMIG call of the run, every OPT solve (build +
 compile + solve). M_max = 8 and 4 give the other points of Fig. 8(a).
 
-    python benchmarks/optimality_gap.py --quick   # 8/16/32 PMs (M_max 16; 8, 4 at 8/16), 1 seed, every 8 h
-    python benchmarks/optimality_gap.py --full    # 8/16/32 PMs, 3 seeds, every 4 h, OPT limit 2 h
+    python -m benchmarks.optimality_gap --quick   # 8/16/32 PMs (M_max 16; 8, 4 at 8/16), 1 seed, every 8 h
+    python -m benchmarks.optimality_gap --full    # 8/16/32 PMs, 3 seeds, every 4 h, OPT limit 2 h
 """
 
 from __future__ import annotations
@@ -29,9 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from paper_values import (
+from benchmarks.paper_values import (
     CALL_TIME_LIMIT_S,
     FIG8A_EXTRA_ACTIVE_PMS_PCT,
     GAP_LOAD,
@@ -41,8 +39,7 @@ from paper_values import (
     TABLE12_OPT_MEDIAN_S,
     TABLE12_VMS,
 )
-from publish import publish, quantile
-
+from benchmarks.publish import publish, quantile
 from origamig.bilp import Limits
 from origamig.cluster.catalog import default_catalog
 from origamig.cluster.datacenter import DataCenter

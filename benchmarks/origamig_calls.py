@@ -6,8 +6,8 @@ Builds data centers of the paper's shape (3/4 of PMs with 2x A100-40GB, 1/4 with
 `select_consolidation` (target: < 5 ms on 1,024 PMs) and a full call: select + build + compile +
 solve + decode + plan (medians).
 
-    python benchmarks/origamig_calls.py --quick      # 256 and 1,024 PMs, 3 calls
-    python benchmarks/origamig_calls.py --full       # up to 4,096 PMs, 9 calls
+    python -m benchmarks.origamig_calls --quick      # 256 and 1,024 PMs, 3 calls
+    python -m benchmarks.origamig_calls --full       # up to 4,096 PMs, 9 calls
 """
 
 from __future__ import annotations

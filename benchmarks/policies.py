@@ -1,7 +1,7 @@
 """Arrival decision time of the baselines (FF, MFI, TC) on the paper's 128-PM data center (target:
 < 1 ms per decision), and the time of one TC compaction.
 
-    python benchmarks/policies.py [--quick | --full] [--seed N]
+    python -m benchmarks.policies [--quick | --full] [--seed N]
 
 The data center is the simulator's default (docs/simulator.md#data-center: 96 PMs with 2× A100-40GB,
 32 with 2× A30-24GB, 80 cores, 512 GB). It is filled by first-fit arrivals of workload-like VMs (1 or 2 GIs

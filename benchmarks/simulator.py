@@ -8,8 +8,8 @@ the phases its `Work.phases_s` reports (select, build, solve, plan).
 Fidelity: FF with the default setup over seeds 1..N at loads 0.75 and 1.0, against an independent
 reading of the workload (docs/simulator.md) over 100 seeds and against the paper's Table 8.
 
-    python benchmarks/simulator.py --quick      # speed of ff/mfi/tc (1 repeat), FF fidelity over 5 seeds
-    python benchmarks/simulator.py --full       # 3 repeats (median), OrigaMIG too, FF fidelity over 20 seeds
+    python -m benchmarks.simulator --quick      # speed of ff/mfi/tc (1 repeat), FF fidelity over 5 seeds
+    python -m benchmarks.simulator --full       # 3 repeats (median), OrigaMIG too, FF fidelity over 20 seeds
 
 Prints tables and writes benchmarks/results/simulator.json.
 """
@@ -19,16 +19,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from paper_values import READING_FF_100_SEEDS, TABLE8
-
+from benchmarks.paper_values import READING_FF_100_SEEDS, TABLE8
 from origamig.policies.base import policy_names
 from origamig.sim.engine import Simulation
 from origamig.sim.scenario import SimConfig, build_pms, requests_for

@@ -10,11 +10,11 @@ limit; when a solve runs past 1 s (2 s), it is solved again with a 1 s (2 s) lim
 objective reached by then. Per setting: median and p95 wall time of the 10 s solve, share proved
 optimal, and the share of calls at the best objective any setting found, at 1, 2 and 10 s.
 
-    python benchmarks/solver_replay.py --quick                 # 32 PMs, 12 of the calls in 24–48 h
-    python benchmarks/solver_replay.py --full                  # 128 PMs, 60 of the calls in 40–56 h
-    python benchmarks/solver_replay.py --full --record-only    # record the calls only (then --replay)
-    python benchmarks/solver_replay.py --replay FILE.json      # replay a recorded file only
-    python benchmarks/solver_replay.py --replay FILE.json --settings highs-1,cpsat-2   # some settings
+    python -m benchmarks.solver_replay --quick                 # 32 PMs, 12 of the calls in 24–48 h
+    python -m benchmarks.solver_replay --full                  # 128 PMs, 60 of the calls in 40–56 h
+    python -m benchmarks.solver_replay --full --record-only    # record the calls only (then --replay)
+    python -m benchmarks.solver_replay --replay FILE.json      # replay a recorded file only
+    python -m benchmarks.solver_replay --replay FILE.json --settings highs-1,cpsat-2   # some settings
 """
 
 from __future__ import annotations
@@ -29,11 +29,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from paper_values import TABLE10, TABLE12_CALL_MEDIAN_S
-from publish import publish, quantile, scale_parser
-
+from benchmarks.paper_values import TABLE10, TABLE12_CALL_MEDIAN_S
+from benchmarks.publish import publish, quantile, scale_parser
 from origamig.bilp import Limits, solve_region
 from origamig.call.neighborhood import Neighborhood
 from origamig.cluster.catalog import default_catalog

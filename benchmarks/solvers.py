@@ -19,11 +19,11 @@ Prints a line per instance, a table of medians and maxima per family and setting
 reference figures (a prototype of the same form; `--baseline` adds an earlier run, e.g. made at an
 older commit on the same instances), and writes benchmarks/results/solvers.json (or `--out`).
 
-    python benchmarks/solvers.py             # 10 neighborhoods, one data center of 8/16/32 PMs
-    python benchmarks/solvers.py --full      # 20 neighborhoods, three data centers per size, dc48
-    python benchmarks/solvers.py --only neighborhoods --baseline OLD.json
-    python benchmarks/solvers.py --symmetry  # also the model with symmetry-breaking rows
-    python benchmarks/solvers.py --settings highs-1,cpsat-2 --limit 60   # some settings, longer limit
+    python -m benchmarks.solvers             # 10 neighborhoods, one data center of 8/16/32 PMs
+    python -m benchmarks.solvers --full      # 20 neighborhoods, three data centers per size, dc48
+    python -m benchmarks.solvers --only neighborhoods --baseline OLD.json
+    python -m benchmarks.solvers --symmetry  # also the model with symmetry-breaking rows
+    python -m benchmarks.solvers --settings highs-1,cpsat-2 --limit 60   # some settings, longer limit
 """
 
 from __future__ import annotations

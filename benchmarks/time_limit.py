@@ -15,8 +15,8 @@ Modes:
   cli       the whole `origamig solve SNAPSHOT --neighborhood all --time-limit L` command (build,
             compile, solve, plan), wall time of the process
 
-    python benchmarks/time_limit.py --quick   # limits 1 and 10 s, 3 repeats, 2 busy loops (~3 min)
-    python benchmarks/time_limit.py --full    # limits 1, 5, 10, 30 s, 10 repeats, idle and loaded
+    python -m benchmarks.time_limit --quick   # limits 1 and 10 s, 3 repeats, 2 busy loops (~3 min)
+    python -m benchmarks.time_limit --full    # limits 1, 5, 10, 30 s, 10 repeats, idle and loaded
 Prints a table and writes benchmarks/results/time_limit.json (and .png).
 """
 
@@ -34,11 +34,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from publish import publish, quantile
-from stress_instances import h100_cluster
-
+from benchmarks.publish import publish, quantile
+from benchmarks.stress_instances import h100_cluster
 from origamig.bilp import build_model, compile_model, restrict
 from origamig.bilp.backends.base import Limits, get_backend
 from origamig.snapshot.document import parse_snapshot

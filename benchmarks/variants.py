@@ -7,26 +7,23 @@ points). Prints one table of gains next to the values the paper's §6.5 text giv
 variants in which OrigaMIG keeps fewer PMs active than TC (paper: 7 of 11), and writes
 benchmarks/results/variants-<scale>.json and variants-<scale>.png.
 
-    python benchmarks/variants.py --quick        # 32 PMs, 24 h + 24 h, 1 seed; vms row on 2 variants
-    python benchmarks/variants.py --full --scheduler tcp://HOST:8786   # 128 PMs, 48 h + 72 h, 3 seeds
+    python -m benchmarks.variants --quick        # 32 PMs, 24 h + 24 h, 1 seed; vms row on 2 variants
+    python -m benchmarks.variants --full --scheduler tcp://HOST:8786   # 128 PMs, 48 h + 72 h, 3 seeds
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import paper_values as paper
-import sweep
-from sweep import Cell, Scale, Sweep
-
+from benchmarks import RESULTS
+from benchmarks import paper_values as paper
 from origamig.errors import UserError
 from origamig.sim.scenario import VARIANTS
+from origamig.study import sweep
+from origamig.study.sweep import Cell, Scale, Sweep
 
 LOAD = 0.85  # §6.5
 QUICK = dataclasses.replace(sweep.QUICK, seeds=(1,))
@@ -135,9 +132,7 @@ def print_table(sw: Sweep, variants: tuple[str, ...], findings: dict[str, Any]) 
     )
 
 
-def draw(
-    sw: Sweep, variants: tuple[str, ...], findings: dict[str, Any], out_dir: Path = sweep.RESULTS
-) -> Path:
+def draw(sw: Sweep, variants: tuple[str, ...], findings: dict[str, Any], out_dir: Path = RESULTS) -> Path:
     per = findings["per_variant"]
     bars = ("mfi", "tc", "origamig", "origamig-vms")
     fig, axes = sweep.figure(2, 1, 14, 9, f"Fig. 5 — gains over FF at load {LOAD}; {sw.scale.describe()}")
@@ -210,7 +205,7 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    p = sweep.parser(__doc__ or "", QUICK, FULL)
+    p = sweep.parser(__doc__ or "", QUICK, FULL, RESULTS)
     p.add_argument("--variants", default=None, help="comma-separated variant names (default: all)")
     p.add_argument("--trace-dir", default=None, help="folder of the Alibaba 2023 GPU trace")
     sweep.main_wrapper(main, p.parse_args())

@@ -6,20 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import ablation  # noqa: E402
-import loads  # noqa: E402
-import migration_penalty  # noqa: E402
-import paper_values  # noqa: E402
-import sweep  # noqa: E402
-import variants  # noqa: E402
+from benchmarks import ablation, loads, migration_penalty, paper_values, variants
+from origamig.study import sweep
+from origamig.study.sweep import engine
 
 SMOKE = sweep.SMOKE
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -164,13 +157,13 @@ def test_sweep_writes_each_cell_at_once_and_resumes(tmp_path: Path, monkeypatch:
     one = dataclasses.replace(SMOKE, seeds=(1,))
     two = dataclasses.replace(SMOKE, seeds=(1, 2))
     ran: list[int] = []
-    real_run_all = sweep.run_all
+    real_run_all = engine.run_all
 
     def counting_run_all(specs, **kw):
         ran.extend(s.seed for s in specs)
         return real_run_all(specs, **kw)
 
-    monkeypatch.setattr(sweep, "run_all", counting_run_all)
+    monkeypatch.setattr(engine, "run_all", counting_run_all)
     first = sweep.run("loads", one, loads.cells(one, (0.75,), ("ff",)), 1, None, False, tmp_path)
     path = sweep.results_path("loads", one, tmp_path)
     stored = json.loads(path.read_text())
@@ -191,15 +184,91 @@ def test_sweep_writes_each_cell_at_once_and_resumes(tmp_path: Path, monkeypatch:
     other = dataclasses.replace(two, pms=16)
     with pytest.raises(sweep.UserError, match="another setting"):
         sweep.run("loads", other, loads.cells(other, (0.75,), ("ff",)), 1, None, False, tmp_path)
-    # So is a file made by code of an earlier results revision (a file without one is revision 1),
-    # while its tables can still be redrawn.
+    # So is a file made by other code (here: the last hand-numbered revision, whose runs name no
+    # code), while its tables can still be redrawn.
     doc = json.loads(path.read_text())
-    del doc["scale"]["revision"]
+    for r in doc["runs"]:
+        del r["code"]
+    doc["scale"]["revision"] = 3
     path.write_text(json.dumps(doc))
-    with pytest.raises(sweep.UserError, match="results revision 1"):
+    with pytest.raises(sweep.UserError, match="made by other code"):
         sweep.run("loads", two, loads.cells(two, (0.75,), ("ff",)), 1, None, False, tmp_path)
     assert ran == [1, 2, 3]
-    assert sweep.load_sweep("loads", two, tmp_path).scale.revision == 1
+    assert sweep.load_sweep("loads", two, tmp_path).runs[0]["metrics"] == first.runs[0]["metrics"]
+    # A file of an earlier revision never computes the same: refused outright.
+    doc["scale"]["revision"] = 2
+    path.write_text(json.dumps(doc))
+    with pytest.raises(sweep.UserError, match="results revision 2"):
+        sweep.run("loads", two, loads.cells(two, (0.75,), ("ff",)), 1, None, False, tmp_path)
+
+
+def test_runs_of_other_code_are_adopted_only_when_they_recompute_identically(tmp_path: Path) -> None:
+    scale = dataclasses.replace(SMOKE, seeds=(1, 2))
+    cells = loads.cells(scale, (0.75,), ("ff", "tc"))
+    sweep.run("loads", scale, cells, 1, None, False, tmp_path)
+    path = sweep.results_path("loads", scale, tmp_path)
+    made = json.loads(path.read_text())
+    for r in made["runs"]:
+        r["code"] = "0123456789abcdef"  # as if another version of the package had made them
+    wall = {r["cell"]: r["wall_s"] for r in made["runs"]}
+    # A stored result that this code does not reproduce refuses the adoption and changes nothing.
+    sample = sweep.adoption_sample(made["runs"])
+    assert {r["policy"] for r in sample} == {"ff", "tc"}  # one cell of each policy, the cheapest
+    assert all(wall[r["cell"]] == min(w for k, w in wall.items() if f"|{r['policy']}|" in k) for r in sample)
+    tampered = json.loads(json.dumps(made))
+    victim = next(r for r in tampered["runs"] if r["cell"] == sample[0]["cell"])
+    victim["metrics"]["active_pms"] += 1.0
+    path.write_text(json.dumps(tampered))
+    with pytest.raises(sweep.UserError, match="computes differently"):
+        sweep.adopt("loads", scale, tmp_path, show=False)
+    assert json.loads(path.read_text()) == tampered
+    # Stored results this code reproduces are adopted: a rerun then runs nothing.
+    path.write_text(json.dumps(made))
+    checked = sweep.adopt("loads", scale, tmp_path, show=False)
+    assert sorted(checked) == sorted(r["cell"] for r in sample)
+    adopted = json.loads(path.read_text())
+    assert {r["code"] for r in adopted["runs"]} == {sweep.code_id()}
+    assert {r["adopted_from"] for r in adopted["runs"]} == {"0123456789abcdef"}
+    assert [r["metrics"] for r in adopted["runs"]] == [r["metrics"] for r in made["runs"]]
+    again = sweep.run("loads", scale, cells, 1, None, False, tmp_path)
+    assert [r["wall_s"] for r in again.runs] == [r["wall_s"] for r in made["runs"]]  # none rerun
+
+
+@dataclasses.dataclass(frozen=True)
+class _Failed:
+    """The shape of the runner's record of a run that raised: the spec and the error."""
+
+    spec: object
+    error: str
+
+
+def test_a_failed_cell_is_stored_and_reported_and_the_others_go_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scale = dataclasses.replace(SMOKE, seeds=(1, 2))
+    cells = loads.cells(scale, (0.75,), ("ff",))
+    real_run_all = engine.run_all
+
+    def second_fails(specs, done=None, **kw):
+        results = real_run_all(specs[:1], done=done, **kw)
+        failed = _Failed(specs[1], "ValueError: boom")
+        done(1, failed)
+        return [*results, failed]
+
+    monkeypatch.setattr(engine, "run_all", second_fails)
+    sw = sweep.run("loads", scale, cells, 1, None, False, tmp_path)
+    assert [r["seed"] for r in sw.runs] == [1] and [f["seed"] for f in sw.failed] == [2]
+    assert "1 cells failed" in capsys.readouterr().out
+    stored = json.loads(sweep.results_path("loads", scale, tmp_path).read_text())
+    assert [f["error"] for f in stored["failed"]] == ["ValueError: boom"]
+    assert [r["seed"] for r in stored["runs"]] == [1]
+    sweep.list_cells("loads", scale, cells, tmp_path)
+    assert "failed: ValueError: boom" in capsys.readouterr().out
+    # A rerun tries the failed cell again; once it finishes, it is no longer listed as failed.
+    monkeypatch.setattr(engine, "run_all", real_run_all)
+    sweep.run("loads", scale, cells, 1, None, False, tmp_path)
+    stored = json.loads(sweep.results_path("loads", scale, tmp_path).read_text())
+    assert [r["seed"] for r in stored["runs"]] == [1, 2] and "failed" not in stored
 
 
 def test_two_commands_sharing_a_results_file_keep_each_others_cells(
@@ -208,7 +277,7 @@ def test_two_commands_sharing_a_results_file_keep_each_others_cells(
     # Command A (seeds 1, 2) reads the file, then command B (seed 3) stores its cell while A runs;
     # A's writes must keep B's run, not replace the file with what A read at its start.
     a, b = dataclasses.replace(SMOKE, seeds=(1, 2)), dataclasses.replace(SMOKE, seeds=(3,))
-    real_run_all = sweep.run_all
+    real_run_all = engine.run_all
     other_ran = []
 
     def b_finishes_meanwhile(specs, **kw):
@@ -217,7 +286,7 @@ def test_two_commands_sharing_a_results_file_keep_each_others_cells(
             sweep.run("loads", b, loads.cells(b, (0.75,), ("ff",)), 1, None, False, tmp_path)
         return real_run_all(specs, **kw)
 
-    monkeypatch.setattr(sweep, "run_all", b_finishes_meanwhile)
+    monkeypatch.setattr(engine, "run_all", b_finishes_meanwhile)
     result = sweep.run("loads", a, loads.cells(a, (0.75,), ("ff",)), 1, None, False, tmp_path)
     stored = json.loads(sweep.results_path("loads", a, tmp_path).read_text())
     assert sorted(r["seed"] for r in stored["runs"]) == [1, 2, 3]
@@ -229,16 +298,16 @@ def test_two_commands_sharing_a_results_file_keep_each_others_cells(
 def test_sweep_interrupted_keeps_finished_cells(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     scale = dataclasses.replace(SMOKE, seeds=(1, 2))
     cells = loads.cells(scale, (0.75,), ("ff",))
-    real_run_all = sweep.run_all
+    real_run_all = engine.run_all
 
     def dies_after_one(specs, done=None, **kw):
         real_run_all(specs[:1], done=done, **kw)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(sweep, "run_all", dies_after_one)
+    monkeypatch.setattr(engine, "run_all", dies_after_one)
     with pytest.raises(KeyboardInterrupt):
         sweep.run("loads", scale, cells, 1, None, False, tmp_path)
-    monkeypatch.setattr(sweep, "run_all", real_run_all)
+    monkeypatch.setattr(engine, "run_all", real_run_all)
     left = json.loads(sweep.results_path("loads", scale, tmp_path).read_text())
     assert len(left["runs"]) == 1
     # The file says how long the sweep ran until the interruption: at least its finished run's time.
@@ -250,21 +319,21 @@ def test_sweep_interrupted_keeps_finished_cells(tmp_path: Path, monkeypatch: pyt
 def test_a_cell_killed_mid_run_resumes_from_its_checkpoint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from origamig.sim import engine
+    from origamig.sim import engine as sim_engine
 
     cells = loads.cells(SMOKE, (1.0,), ("origamig",))
     whole = sweep.run("loads", SMOKE, cells, 1, None, False, None)  # never stopped, no file
-    real_save = engine.Simulation.save
+    real_save = sim_engine.Simulation.save
 
     def save_then_die(self, checkpoint, wall_s):
         real_save(self, checkpoint, wall_s)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(sweep, "CHECKPOINT_EVERY_S", 0.0)
-    monkeypatch.setattr(engine.Simulation, "save", save_then_die)
+    monkeypatch.setattr(engine, "CHECKPOINT_EVERY_S", 0.0)
+    monkeypatch.setattr(sim_engine.Simulation, "save", save_then_die)
     with pytest.raises(KeyboardInterrupt):
         sweep.run("loads", SMOKE, cells, 1, None, False, tmp_path)
-    monkeypatch.setattr(engine.Simulation, "save", real_save)
+    monkeypatch.setattr(sim_engine.Simulation, "save", real_save)
     saved = sweep.checkpoint_path("loads", SMOKE, cells[0], tmp_path)
     assert saved.exists() and saved.parent.name == ".checkpoints"
     sweep.list_cells("loads", SMOKE, cells, tmp_path)
@@ -276,15 +345,16 @@ def test_a_cell_killed_mid_run_resumes_from_its_checkpoint(
 
 def test_parse_seeds() -> None:
     assert sweep.parse_seeds("3") == (1, 2, 3)
+    assert sweep.parse_seeds("3..3") == (3,)
     assert sweep.parse_seeds("6..8") == (6, 7, 8)
     assert sweep.parse_seeds("1,4,2..3") == (1, 4, 2, 3)
-    for bad in ("0", "x", "2,,3", "-1..2"):
+    for bad in ("0", "x", "2,,3", "-1..2", "3..1", "", "0..2"):
         with pytest.raises(sweep.UserError, match="--seeds"):
             sweep.parse_seeds(bad)
 
 
 def test_fleets_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    import fleets
+    from benchmarks import fleets
 
     chosen = fleets.fleets(("h100-8x",))
     scale = dataclasses.replace(SMOKE, seeds=(1, 2))

@@ -7,11 +7,11 @@ instances are valid), plus that each script writes its figure.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
+from benchmarks import bilp_scaling, no_change, optimality_gap, solver_replay, solvers
 from origamig.bilp import solve_region
 from origamig.call.neighborhood import Bounds, select_admission
 from origamig.cluster.records import Weights
@@ -20,14 +20,6 @@ from origamig.policies.base import Placed
 from origamig.sim.engine import Simulation
 from origamig.sim.workload import Request
 from tests.builders import at, datacenter, pm, vm
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-
-import bilp_scaling
-import no_change
-import optimality_gap
-import solver_replay
-import solvers
 
 TINY_GAP = optimality_gap.Setup(
     points=((3, 16), (3, 2)),
@@ -234,12 +226,9 @@ def test_spread_picks_evenly() -> None:
 def test_publish_writes_json_with_run_time_and_load_and_draws_next_to_it(tmp_path):
     import json
     import os
-    import sys
     import time
-    from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-    from publish import publish
+    from benchmarks.publish import publish
 
     drawn, printed = [], []
     out = tmp_path / "sub" / "study.json"

@@ -37,7 +37,8 @@ def test_two_scales_are_two_rows_never_one_average(tmp_path: Path) -> None:
     code, out, err = run_main(["report", str(small), str(large), "--png", str(tmp_path / "f.png")])
     assert code == 0, err
     assert "| default | 0.85 | 16 | ff | 2 | " in out and "| default | 0.85 | 32 | ff | 1 | " in out
-    assert "13.0±12.7" in out and "25.0" in out  # 12, 14 → 13 ± t(1)·√2/√2; never (12+14+25)/3
+    # Two seeds show their range, not a t-interval (12, 14 → 13 ± 12.7); never (12+14+25)/3.
+    assert "13.0 (12.0–14.0)" in out and "±" not in out.split("Paired")[0] and "25.0" in out
     assert err.startswith("note: the results come from 2 different setups (PMs: 16, 32)")
 
 

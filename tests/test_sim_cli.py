@@ -31,7 +31,9 @@ def test_metric_names_are_the_spec_names() -> None:
 def test_parsers() -> None:
     assert parse_duration("48h", "--warmup") == 48 * 3600
     assert parse_duration("90", "--warmup") == 90 and parse_duration("2d", "x") == 172800
-    assert parse_seeds("1..3,7") == [1, 2, 3, 7]
+    assert parse_seeds("1..3,7") == (1, 2, 3, 7)
+    # One meaning of --seeds everywhere: N is seeds 1..N, A..B a range.
+    assert parse_seeds("5") == (1, 2, 3, 4, 5) and parse_seeds("3..3") == (3,)
     with pytest.raises(UserError, match="--warmup: '48 hours'"):
         parse_duration("48 hours", "--warmup")
     with pytest.raises(UserError, match="--seeds"):

@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import pytest
 
+from benchmarks.paper_values import READING_FF_100_SEEDS
 from origamig.policies.base import policy_names
 from origamig.sim.scenario import SimConfig
 from origamig.study.aggregate import mean_ci, paired, summarize, t975
 from origamig.study.runner import RunSpec, run_all, run_one
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-from paper_values import READING_FF_100_SEEDS
 
 H = 3600.0
 SMALL = SimConfig(load=0.9, pms=16, warmup_s=12 * H, measure_s=12 * H, deterministic=True, debug_check=True)
@@ -23,7 +19,7 @@ SMALL = SimConfig(load=0.9, pms=16, warmup_s=12 * H, measure_s=12 * H, determini
 # own figures are paper_values.TABLE8): acceptance, active PMs and energy at loads 0.75 / 1.0.
 READING_FF = READING_FF_100_SEEDS
 # Seed-to-seed standard deviation of one run, measured over seeds 1..20 of this simulator
-# (benchmarks/simulator.py --fidelity). At load 0.75 the reading's 5-seed 95% interval of ±5.5 PMs
+# (python -m benchmarks.simulator --fidelity). At load 0.75 the reading's 5-seed 95% interval of ±5.5 PMs
 # gives sd = 5.5·√5 / t_{0.975,4} ≈ 4.4; ours is 5.9.
 SEED_SD = {
     0.75: {"acceptance": 0.0115, "active_pms": 5.9, "energy_mwh": 0.29},

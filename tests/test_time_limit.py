@@ -17,13 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchmarks.stress_instances import h100_cluster
 from origamig.bilp import build_model, compile_model, restrict
 from origamig.bilp.backends import base
 from origamig.bilp.backends.base import Limits, get_backend
 from origamig.snapshot.document import parse_snapshot
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-from stress_instances import h100_cluster
 
 LIMIT_S = 1.0
 
@@ -89,7 +87,7 @@ def test_in_process_the_cancelling_guard_still_answers_feasibly(monkeypatch, sta
     given, the cancelling guard only — still returns a feasible answer no worse than the start.
 
     How far it overruns the limit depends on the machine, so that is measured, not asserted:
-    `python benchmarks/time_limit.py --quick` records it (mode "old")."""
+    `python -m benchmarks.time_limit --quick` records it (mode "old")."""
     from origamig.bilp.backends import highs
 
     monkeypatch.setattr(highs, "PRESOLVE_S_PER_NONZERO", 0.0)  # never skip presolve
@@ -122,7 +120,7 @@ def test_the_benchmark_records_the_overrun_of_every_run(tmp_path: Path) -> None:
     import argparse
     import json
 
-    import time_limit
+    from benchmarks import time_limit
 
     args = argparse.Namespace(
         pms=2, limits=[0.5], solvers=["highs", "cpsat"], busy=[1], repeats=2, old_limits=[0.5],

@@ -35,6 +35,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "or on your fleet (--fleet) or\n"
         "cluster (--from), and report their metrics.",
     ),
+    "study": (
+        "study",
+        "Compare policies over loads and seeds at a named scale, resumably (docs/studies.md).",
+    ),
     "report": (
         "report",
         "Draw Fig. 4 (acceptance, active PMs, packing, energy per GPU-hour vs load) and a markdown table;\n"

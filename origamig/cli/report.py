@@ -10,8 +10,10 @@ import typer
 
 from origamig.cli.simulate import COLUMNS, format_stat
 from origamig.errors import UserError, require_extra
+from origamig.sim.workload import HOUR
 from origamig.study.aggregate import setup_labels
 from origamig.study.results import load_runs, runs_document
+from origamig.study.spread import ERRBAR_NOTE, errbar
 
 # (panel title, metric, scale) — Fig. 4 of the paper.
 PANELS: tuple[tuple[str, str, float], ...] = (
@@ -71,7 +73,8 @@ def _pms(row: dict[str, Any]) -> str:
 
 
 def draw(doc: dict[str, Any], png: Path, variant: str) -> None:
-    """Four panels vs offered load, one line per policy, 95% CI error bars."""
+    """Four panels vs offered load, one line per policy; error bars as `spread.errbar` draws them;
+    the title names the data center, window and seeds."""
     require_extra("matplotlib", "sim", "drawing a figure")
     import matplotlib
 
@@ -103,7 +106,7 @@ def draw(doc: dict[str, Any], png: Path, variant: str) -> None:
             ax.errorbar(
                 [x for x, _ in pts],
                 [s["mean"] * scale for _, s in pts],
-                yerr=[(s["ci95"] or 0.0) * scale for _, s in pts],
+                yerr=list(zip(*(errbar(s, scale) for _, s in pts), strict=True)),
                 marker="o",
                 capsize=3,
                 label=line,
@@ -112,9 +115,42 @@ def draw(doc: dict[str, Any], png: Path, variant: str) -> None:
         ax.set_xlabel("Offered load")
         ax.grid(alpha=0.3)
     axes.flat[0].legend()
-    fig.suptitle(f"Policies vs offered load ({variant}; mean and 95% CI over seeds)")
+    fig.suptitle(f"Policies vs offered load — {variant}; {scale_text(rows)}\n({ERRBAR_NOTE})", fontsize=10)
     fig.savefig(png, dpi=120)
     plt.close(fig)
+
+
+def scale_text(rows: list[dict[str, Any]]) -> str:
+    """The data centers, windows and seeds of summary rows, in words: '32 PMs, 24 h warm-up + 24 h
+    measured, seeds 1-2' (several values joined with '/')."""
+
+    def values(key: str) -> str:
+        found = sorted({r.get("setup", {}).get(key) for r in rows} - {None}, key=float)
+        return "/".join(f"{float(v) / HOUR:g}" if key.endswith("_s") else f"{v}" for v in found) or "?"
+
+    seeds = sorted({s for r in rows for s in r["seeds"]})
+    spans = ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in _runs_of(seeds))
+    return (
+        f"{values('pms')} PMs, {values('warmup_s')} h warm-up + {values('measure_s')} h measured, "
+        f"seed{'s' * (len(seeds) != 1)} {spans}"
+    )
+
+
+def _runs_of(seeds: list[int]) -> list[tuple[int, int]]:
+    """Consecutive stretches of sorted seeds: [1, 2, 3, 7] → [(1, 3), (7, 7)]."""
+    out: list[tuple[int, int]] = []
+    for s in seeds:
+        if out and s == out[-1][1] + 1:
+            out[-1] = (out[-1][0], s)
+        else:
+            out.append((s, s))
+    return out
+
+
+def refuse_overwrite(path: Path, force: bool) -> None:
+    """An existing figure is replaced only with `--force` (checked before any work)."""
+    if path.exists() and not force:
+        raise UserError(f"--png: {str(path)!r} exists; give another path or --force to replace it")
 
 
 def report(
@@ -130,6 +166,7 @@ def report(
     md: Annotated[Path | None, typer.Option("--markdown", help="Also write the markdown table here.")] = None,
     variant: Annotated[str, typer.Option("--variant", help="Variant to plot.")] = "default",
     baseline: Annotated[str | None, typer.Option("--baseline", help="Policy for paired differences.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace the figure file if it exists.")] = False,
     what_if: Annotated[
         bool,
         typer.Option(
@@ -141,12 +178,13 @@ def report(
 ) -> None:
     """Draw Fig. 4 (acceptance, active PMs, packing, energy per GPU-hour vs load) and a markdown table;
     with --what-if, the savings of each policy against the baseline on each fleet instead."""
+    png = png or Path("whatif.png" if what_if else "fig4.png")
+    refuse_overwrite(png, force)
     doc = runs_document(load_runs(results), baseline)
     if what_if:
         from origamig.study import whatif
 
         scenarios = whatif.what_ifs(doc)
-        png = png or Path("whatif.png")
         whatif.draw(scenarios, png)
         text = whatif.markdown(scenarios)
         if md:
@@ -162,7 +200,6 @@ def report(
             "each is reported on its own rows, never averaged together",
             err=True,
         )
-    png = png or Path("fig4.png")
     draw(doc, png, variant)
     text = markdown(doc)
     if md:

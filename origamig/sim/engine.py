@@ -20,6 +20,7 @@ never stopped (the whole state â€” data center, event queue, policy, recorder â€
 from __future__ import annotations
 
 import gzip
+import math
 import os
 import pickle
 import time
@@ -124,67 +125,97 @@ class Simulation:
         self.now = 0.0
 
     def run(self, progress: Progress | None = None, checkpoint: Checkpoint | None = None) -> RunResult:
-        """Run to the end (from where a resumed run stopped); with `checkpoint`, save every `every_s`."""
+        """Run to the end (from where a resumed run stopped); with `checkpoint`, save every `every_s`.
+
+        `progress` hears from the run as it starts, after every call ends and every `PROGRESS_EVERY`
+        events, and at the end."""
         if checkpoint is not None and self.on_sample is not None:
             raise ValueError("a run that samples its states cannot be checkpointed")
-        started = time.perf_counter()
-        saved = started
-        reqs, queue, rec, policy, end = self.requests, self.queue, self.rec, self.policy, self.end
-        push, pop = queue.push, queue.pop
-        if not self.started:
-            self.started = True
-            for req, _ in self.initial:
-                push(req.lifetime_s, DEPARTURE, req.vm.id)
-            if reqs:
-                push(reqs[0].arrival_s, ARRIVAL, 0)
-            self._ask(0.0)
-        samples, next_sample = self.samples, self.next_sample
+        started = saved = time.perf_counter()
+        self._begin()
+        if progress is not None:
+            progress(self.now, self.events, self.calls)
+        end, queue, pop = self.end, self.queue, self.queue.pop
         while queue:
             t, kind, _, payload = pop()
             if t > end:
                 break
-            while next_sample < len(samples) and samples[next_sample] <= t:
-                self.on_sample(samples[next_sample], self.dc)  # type: ignore[misc]
-                next_sample += 1
-            rec.advance(t)
-            if kind == ARRIVAL:
-                self._arrive(reqs[payload], t)
-                if payload + 1 < len(reqs):  # arrivals enter the heap one at a time
-                    push(reqs[payload + 1].arrival_s, ARRIVAL, payload + 1)
-            elif kind == DEPARTURE:
-                j = self.dc.remove(payload).pm
-                policy.depart(self.dc, payload, t)
-                rec.touch((j,))
-            elif kind == CHECK:
-                self.check_due = False
-                self._check(t)
-            else:
-                self._call_end(payload, t)
+            self._sample_until(t)
+            self.rec.advance(t)
+            self._handle(kind, payload, t)
             self.events += 1
-            if self.debug_check:
-                self._verify(t)
-            if not self.running and not self.check_due:
-                self._ask(t)
-            if progress is not None and self.events % PROGRESS_EVERY == 0:
-                progress(t, self.events, self.calls)
-            if checkpoint is not None and (kind == CALL_END or self.events % PROGRESS_EVERY == 0):
-                now = time.perf_counter()
-                if now - saved >= checkpoint.every_s:
-                    self.now, self.next_sample = t, next_sample
-                    self.save(checkpoint, self.wall_before + (now - started))
-                    saved = now
-        for ts in samples[next_sample:]:
-            self.on_sample(ts, self.dc)  # type: ignore[misc]
-        metrics = rec.finish()
+            self._settle(t)
+            if kind == CALL_END or self.events % PROGRESS_EVERY == 0:
+                if progress is not None:
+                    progress(t, self.events, self.calls)
+                if checkpoint is not None:
+                    saved = self._save_if_due(checkpoint, t, started, saved)
+        self._sample_until(math.inf)
+        return self._result(progress, started)
+
+    def _begin(self) -> None:
+        """On the first call of `run`: the initial VMs' departures, the first arrival, the first check."""
+        if self.started:
+            return
+        self.started = True
+        for req, _ in self.initial:
+            self.queue.push(req.lifetime_s, DEPARTURE, req.vm.id)
+        if self.requests:
+            self.queue.push(self.requests[0].arrival_s, ARRIVAL, 0)
+        self._ask(0.0)
+
+    def _sample_until(self, t: float) -> None:
+        """Show `on_sample` every sample time up to `t`, before the events at `t`."""
+        samples = self.samples
+        while self.next_sample < len(samples) and samples[self.next_sample] <= t:
+            self.on_sample(samples[self.next_sample], self.dc)  # type: ignore[misc]
+            self.next_sample += 1
+
+    def _handle(self, kind: int, payload: Any, t: float) -> None:
+        """The handler of one event (module docstring)."""
+        if kind == ARRIVAL:
+            reqs = self.requests
+            self._arrive(reqs[payload], t)
+            if payload + 1 < len(reqs):  # arrivals enter the heap one at a time
+                self.queue.push(reqs[payload + 1].arrival_s, ARRIVAL, payload + 1)
+        elif kind == DEPARTURE:
+            j = self.dc.remove(payload).pm
+            self.policy.depart(self.dc, payload, t)
+            self.rec.touch((j,))
+        elif kind == CHECK:
+            self.check_due = False
+            self._check(t)
+        else:
+            self._call_end(payload, t)
+
+    def _settle(self, t: float) -> None:
+        """After an event: verify the state (`debug_check`), and ask for the next check when idle."""
+        if self.debug_check:
+            self._verify(t)
+        if not self.running and not self.check_due:
+            self._ask(t)
+
+    def _save_if_due(self, checkpoint: Checkpoint, t: float, started: float, saved: float) -> float:
+        """Save the run at `t` when `every_s` wall seconds passed since `saved`; the last save time."""
+        now = time.perf_counter()
+        if now - saved < checkpoint.every_s:
+            return saved
+        self.now = t
+        self.save(checkpoint, self.wall_before + (now - started))
+        return now
+
+    def _result(self, progress: Progress | None, started: float) -> RunResult:
+        """The metrics and counters of the finished run."""
+        metrics = self.rec.finish()
         if progress is not None:
-            progress(end, self.events, self.calls)
+            progress(self.end, self.events, self.calls)
         return RunResult(
-            policy=policy.name,
+            policy=self.policy.name,
             seed=-1,
             metrics=metrics,
-            counters=dict(policy.counters()),
+            counters=dict(self.policy.counters()),
             events=self.events,
-            requests=sum(1 for r in reqs if r.arrival_s <= end),
+            requests=sum(1 for r in self.requests if r.arrival_s <= self.end),
             calls=self.calls,
             wall_s=self.wall_before + (time.perf_counter() - started),
             call_stats_s=dict(self.call_stats),

@@ -20,6 +20,7 @@ from typing import Any
 from origamig.errors import require_extra
 from origamig.sim.engine import RunResult
 from origamig.sim.workload import HOUR
+from origamig.study.spread import ERRBAR_NOTE, errbar
 
 POLICY_LABELS = {"ff": "FF", "mfi": "MFI", "tc": "TC", "origamig": "OrigaMIG", "opt": "OPT"}
 YEAR_H = 24 * 365
@@ -275,14 +276,17 @@ def draw(whatifs: Sequence[WhatIf], png: Path) -> None:
     for r, w in enumerate(whatifs):
         for c, shown in enumerate(SHOWN):
             ax = axes[r][c]
-            means, errs, names = [], [], []
+            means, below, errs, names = [], [], [], []
             for p in w.policies:
                 stats = w.summary[p].get(shown.key) or {}
                 means.append((stats.get("mean") or 0.0) * shown.factor)
-                errs.append(abs((stats.get("ci95") or 0.0) * shown.factor))
+                lo, hi = errbar(stats, shown.factor)
+                below.append(lo)
+                errs.append(hi)
                 names.append(label(p))
             x = range(len(means))
-            ax.bar(x, means, yerr=errs, capsize=3, color=[colors.get(p, "tab:purple") for p in w.policies])
+            colored = [colors.get(p, "tab:purple") for p in w.policies]
+            ax.bar(x, means, yerr=[below, errs], capsize=3, color=colored)
             ax.set_xticks(list(x), names, fontsize=8)
             ax.set_title(shown.label + (f" ({shown.unit})" if shown.unit else ""), fontsize=9)
             ax.tick_params(axis="y", labelsize=8)
@@ -298,7 +302,7 @@ def draw(whatifs: Sequence[WhatIf], png: Path) -> None:
                 ax.set_ylabel("\n".join(_wrap(w.title, 34)), fontsize=8)
     fig.suptitle(
         f"What-if: policies against {label(whatifs[0].baseline) if whatifs else 'the baseline'} "
-        "(bars: mean and 95% CI over seeds; numbers: paired difference from the baseline)",
+        f"(mean; {ERRBAR_NOTE}; numbers: paired difference from the baseline)",
         fontsize=10,
     )
     fig.tight_layout(rect=(0, 0, 1, 0.95))

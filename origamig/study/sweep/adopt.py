@@ -1,0 +1,83 @@
+"""Adopting stored runs of other code: recompute a sample with this code and, when every sampled
+cell comes out identical, record the stored runs as this code's, so that a rerun skips them.
+
+The sample is the cheapest stored cell of each policy (by its recorded wall time): every policy's
+code path is exercised at the least cost. A difference in any metric, counter, request or call count
+refuses the adoption and names it; the file is then left as it was."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from origamig.errors import UserError
+from origamig.study.progress import Job, RunsProgress, failure_of
+from origamig.study.runner import run_all
+from origamig.study.sweep.cells import cells_of
+from origamig.study.sweep.records import differences, record
+from origamig.study.sweep.scale import Scale
+from origamig.study.sweep.store import LAST_REVISION, check_setting, code_id, read_doc, results_path, write
+
+
+def adoption_sample(stale: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The cheapest run of each policy among `stale` (in policy order of first appearance)."""
+    cheapest: dict[str, dict[str, Any]] = {}
+    for r in stale:
+        best = cheapest.get(r["policy"])
+        if best is None or float(r.get("wall_s") or 0.0) < float(best.get("wall_s") or 0.0):
+            cheapest[r["policy"]] = r
+    return list(cheapest.values())
+
+
+def adopt(
+    name: str, scale: Scale, out_dir: Path, workers: int = 1, scheduler: str | None = None, show: bool = True
+) -> list[str]:
+    """Adopt the runs of other code in <out_dir>/<name>-<scale>.json (module docstring); returns
+    the keys of the cells recomputed. Raises `UserError` naming the first differences."""
+    path = results_path(name, scale, out_dir)
+    doc = read_doc(path)
+    if doc is None:
+        raise UserError(f"--adopt: {path}: no stored results to adopt")
+    check_setting(path, doc, scale)
+    code = code_id()
+    runs = [r for r in doc.get("runs", []) if isinstance(r, dict) and r.get("cell")]
+    stale = [r for r in runs if r.get("code") != code]
+    if not stale:
+        print(f"{path}: every run was made by this code ({code}); nothing to adopt")
+        return []
+    sample = adoption_sample(stale)
+    cells = cells_of(sample, scale)
+    for r, cell in zip(sample, cells, strict=True):
+        if cell.key != r["cell"]:
+            raise UserError(
+                f"--adopt: {path}: cell {r['cell']!r} does not rebuild at this scale ({cell.key})"
+            )
+    print(f"{path}: checking {len(sample)} of {len(stale)} runs made by other code: " +
+          ", ".join(f"{c.row} {c.col} seed {c.seed}" for c in cells))  # fmt: skip
+    jobs = [Job(f"{c.row} {c.col} seed {c.seed}", c.config.horizon_s) for c in cells]
+    with RunsProgress(f"adopt {name}", jobs, show=show) as shown:
+        results = run_all([c.spec() for c in cells], workers=workers, scheduler=scheduler,
+                          progress=shown.live, done=shown.finished)  # fmt: skip
+    problems: list[str] = []
+    for r, cell, result in zip(sample, cells, results, strict=True):
+        error = failure_of(result)
+        diffs = [error] if error else differences(r, record(cell, result, code))
+        problems += [f"{cell.row} {cell.col} seed {cell.seed}: {d}" for d in diffs[:3]]
+    if problems:
+        raise UserError(
+            [f"--adopt: {path}: this code computes differently; the stored runs are kept as they were, "
+             "--fresh reruns every cell", *problems]
+        )  # fmt: skip
+    sources = sorted({str(r.get("code") or f"revision {LAST_REVISION}") for r in stale})
+    for r in stale:
+        r["adopted_from"] = r.get("code") or f"revision {LAST_REVISION}"
+        r["code"] = code
+    doc.setdefault("adoptions", []).append(
+        {"from": sources, "to": code, "checked": [r["cell"] for r in sample], "runs": len(stale),
+         "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    )  # fmt: skip
+    doc["scale"] = {k: v for k, v in doc["scale"].items() if k != "revision"}
+    write(path, doc)
+    print(f"{path}: {len(sample)} recomputed cells identical; {len(stale)} runs adopted as code {code}")
+    return [r["cell"] for r in sample]
