@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from origamig.bilp.backends.base import Limits, SolveResult, available, get_backend
 from origamig.bilp.compile import Compiled, compile_model, decode
 from origamig.bilp.model import BilpModel, build_model
+from origamig.bilp.nogood import NoGood, add_no_goods
 from origamig.bilp.restrict import Region, fixed_constant, restrict
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import Placement, Weights
@@ -27,6 +28,7 @@ __all__ = [
     "BilpModel",
     "Compiled",
     "Limits",
+    "NoGood",
     "Region",
     "RegionSolution",
     "SolveResult",
@@ -67,12 +69,15 @@ def solve_region(
     weights: Weights,
     solver: str = "highs",
     limits: Limits = Limits(),  # noqa: B008 — frozen record
+    no_goods: Sequence[NoGood] = (),
 ) -> RegionSolution:
-    """Optimize the region from its current placement (pending VMs rejected) as the start."""
+    """Optimize the region from its current placement (pending VMs rejected) as the start;
+    `no_goods` exclude earlier targets whose moves had no valid order (`nogood.py`)."""
     backend = get_backend(solver)
     t0 = time.perf_counter()
     region = restrict(dc, region_pms, pending)
     model = build_model(region, weights)
+    add_no_goods(model, no_goods)
     t1 = time.perf_counter()
     compiled = compile_model(model)
     t2 = time.perf_counter()

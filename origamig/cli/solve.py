@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
+from origamig.call.goals import Goal, goal_weights, runs_consolidation
 from origamig.cli.check import summarize, wide_console
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import Weights
 from origamig.errors import UserError
 from origamig.judge.objective import Objective
 from origamig.plan.render import plan_table, render_shell
+from origamig.plan.steps import DEFAULT_BANDWIDTH_GBIT_S
 from origamig.snapshot.document import Snapshot, load_snapshot, write_json_atomic, write_text_atomic
 from origamig.solver_registry import DEFAULT_BACKEND, backend_names
 
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
     from origamig.call.solve import Outcome
 
 
+GoalName = StrEnum("GoalName", {g.value: g.value for g in Goal})  # type: ignore[misc]
 SolverName = StrEnum("SolverName", {name: name for name in backend_names()})  # type: ignore[misc]
 _DEFAULT_SOLVER = SolverName(DEFAULT_BACKEND)
 
@@ -96,6 +99,38 @@ def solve(
             " with ORIGAMIG_EXECUTE=1).",
         ),
     ] = None,
+    goal: Annotated[
+        GoalName,
+        typer.Option(
+            "--goal",
+            help="paper: the snapshot's weights; admit: admit the most with the fewest moves, nothing else"
+            " moves; consolidate: free servers (docs/solving.md#goals).",
+        ),
+    ] = GoalName.paper,
+    calls: Annotated[
+        int | None,
+        typer.Option(
+            "--calls",
+            min=1,
+            help="At most this many calls (default: until every pending VM is admitted or tried, then"
+            " consolidation); 1 = the paper's single call.",
+        ),
+    ] = None,
+    bandwidth: Annotated[
+        float,
+        typer.Option(
+            "--bandwidth", min=0.001, help="Gbit/s at which a move copies memory (for the plan's time)."
+        ),
+    ] = DEFAULT_BANDWIDTH_GBIT_S,
+    no_good_cuts: Annotated[
+        int,
+        typer.Option(
+            "--no-good-cuts",
+            min=0,
+            help="Per call: how many solutions whose moves have no valid order are excluded and solved"
+            " again before giving up (docs/solving.md#no-good-cuts).",
+        ),
+    ] = 5,
     accept: Annotated[
         float | None, typer.Option("--accept", help="Override weight a_i (admitting a VM).")
     ] = None,
@@ -119,10 +154,21 @@ def solve(
 
     snap = load_snapshot(snapshot)
     overrides = {"accept": accept, "pm": pm, "gpu": gpu, "free_start": free_start, "migration": migration}
-    weights = _weights(snap.weights, overrides)
+    aim = Goal(goal.value)
+    weights = _weights(goal_weights(aim, snap.weights, snap.pms, len(snap.vms)), overrides)
     limits = make_limits(solver.value, time_limit, threads, deterministic)
     with _stdout_to_stderr():
-        outcome = solve_snapshot(snap, weights, solver.value, limits, neighborhood)
+        outcome = solve_snapshot(
+            snap,
+            weights,
+            solver.value,
+            limits,
+            neighborhood,
+            calls=calls,
+            consolidate=runs_consolidation(aim),
+            no_good_limit=no_good_cuts,
+            bandwidth_gbit_s=bandwidth,
+        )
     if out is not None:
         write_json_atomic(out, output_document(snap, outcome))
     if script is not None:
@@ -191,20 +237,33 @@ def _render(path: Path, snap: Snapshot, out: Outcome, doc: dict[str, Any], writt
     _terms_rows(table, out.before, out.after)
     console.print(table)
     s = doc["solver"]
-    if s["name"] is None:
+    if len(doc["calls"]) > 1:
+        proved = "every call proved optimal" if s["proved_optimal"] else "not every call proved optimal"
+        console.print(f"solver: {s['name']}, {len(doc['calls'])} calls ({proved}), {s['wall_s']:.2f} s")
+        for n, c in enumerate(doc["calls"]):
+            what = f"admitted {', '.join(c['admitted'])}" if c["admitted"] else c["status"]
+            console.print(
+                f"  call {n + 1}: {c['kind']} on {len(c['pms'])} servers, "
+                f"{len(c['pending'])} pending: {what}; {_solver_line(c['solver'])}",
+                markup=False,
+            )
+    elif s["name"] is None:
         console.print("solver: not run (nothing to optimize)")
     else:
-        gap = "—" if s["gap"] is None else f"{100 * s['gap']:.2f}%"
-        proved = "proved optimal" if s["proved_optimal"] else "not proved optimal"
-        console.print(
-            f"solver: {s['name']}, {s['termination']} ({proved}), objective {s['objective']}, "
-            f"bound {s['bound']}, gap {gap}, {s['wall_s']:.2f} s"
-            + (f"; {s['reason']}" if s["reason"] else "")
-        )
+        console.print(f"solver: {_solver_line(s)}")
     if out.plan is not None:
         console.print(plan_table(out.plan, out.moves))
     for file in written:
         console.print(f"wrote {file}")
+
+
+def _solver_line(s: dict[str, Any]) -> str:
+    gap = "—" if s["gap"] is None else f"{100 * s['gap']:.2f}%"
+    proved = "proved optimal" if s["proved_optimal"] else "not proved optimal"
+    return (
+        f"{s['name']}, {s['termination']} ({proved}), objective {s['objective']}, "
+        f"bound {s['bound']}, gap {gap}, {s['wall_s']:.2f} s" + (f"; {s['reason']}" if s["reason"] else "")
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -27,7 +27,7 @@ O(steps · GIs) to build the digraph and score the candidates.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import networkx as nx
@@ -53,7 +53,7 @@ from origamig.plan.steps import (
     transfer_seconds,
 )
 
-__all__ = ["Infeasible", "Plan", "plan_migrations"]
+__all__ = ["Infeasible", "Plan", "chain_plans", "plan_migrations"]
 
 _Freed = dict[tuple[int, int], int]  # (pm, gpu) → mask of slices a hypothetical removal frees
 
@@ -122,11 +122,32 @@ class _Planner:
                     self._execute(mv.vm, mv.target, parking=False)
                     del self.remaining[v]
                     progressed = True
-            if not progressed:
+            if not progressed and not self._shift_one():
                 blocked = self._park_one()
                 if blocked is not None:
                     return blocked
         return self._finish()
+
+    def _shift_one(self) -> bool:
+        """Move, inside its PM, the GIs of one waiting VM whose target slices are free now (the rest
+        stay): GIs that shift over the VM's own slots or over each other then land in turn."""
+        for v, mv in self.remaining.items():
+            here = self.dc.placement.get(v)
+            if mv.start or here is None or here.pm != mv.target.pm:
+                continue
+            free = [n for n in self._new_gis(mv.vm, mv.target) if self._slot_free(mv.vm, mv.target, n)]
+            if not free:
+                continue
+            slots = tuple(mv.target.gis[n] if n in free else here.gis[n] for n in range(len(here.gis)))
+            self._execute(mv.vm, Placement(here.pm, slots), parking=False)
+            if self.dc.placement[v] == mv.target:
+                del self.remaining[v]
+            return True
+        return False
+
+    def _slot_free(self, vm: VmSpec, target: Placement, n: int) -> bool:
+        slot = target.gis[n]
+        return not self.dc.occupancy(target.pm, slot.gpu) & vm.gis[n].mask(slot.start)
 
     def _finish(self) -> Plan:
         pm_id = [p.id for p in self.dc.pms]
@@ -285,6 +306,9 @@ class _Planner:
         """Where `mv`'s VM can park: its own PM first (if slices are all it blocks), then others."""
         vm, here = mv.vm, self.dc.placement[mv.vm.id]
         if vm.gis and not cpu_blocker:
+            one = self._park_one_gi(vm, here, reserved)
+            if one is not None:
+                return one
             slots = self._fit_gis(vm, here.pm, reserved, keep=here)
             if slots is not None and slots != here.gis:
                 return Placement(here.pm, slots)
@@ -296,6 +320,16 @@ class _Planner:
             slots = self._fit_gis(vm, j, reserved, keep=None)
             if slots is not None:
                 return Placement(j, slots)
+        return None
+
+    def _park_one_gi(self, vm: VmSpec, here: Placement, reserved: _Freed) -> Placement | None:
+        """`here` with one GI that sits on reserved slices moved to free, unreserved slices of its PM."""
+        for n, (prof, slot) in enumerate(zip(vm.gis, here.gis, strict=True)):
+            if not prof.mask(slot.start) & reserved.get((here.pm, slot.gpu), 0):
+                continue
+            spot = self._first_free(prof, here.pm, reserved, {})
+            if spot is not None:
+                return Placement(here.pm, tuple(spot if m == n else s for m, s in enumerate(here.gis)))
         return None
 
     def _other_pms(self, here: int) -> Iterable[int]:
@@ -338,3 +372,33 @@ class _Planner:
                     taken[(j, k)] = taken.get((j, k), 0) | m
                     return GiSlot(k, z)
         return None
+
+
+def chain_plans(current: DataCenter, plans: Sequence[Plan], final: DataCenter) -> Plan:
+    """One plan that runs `plans` one after another from `current` (each planned from the state the
+    previous one ends in) and ends in `final`.
+
+    Their VM steps keep their order; their power steps are replaced by one set: every PM a VM step
+    uses that is off in `current` is switched on before the first step, and every PM on at some
+    point that `final` leaves empty is switched off after the last — so a PM that one plan empties
+    and a later one uses again is neither switched off nor on in between.
+    """
+    pm_id = [p.id for p in current.pms]
+    index = current.index
+    vm_steps = [s for p in plans for s in p.steps if not isinstance(s, PowerOn | PowerOff)]
+    used = {index[s.to_pm if isinstance(s, Migrate) else s.pm] for s in vm_steps}
+    on = {j for j in range(len(current.pms)) if current.is_active(j)}
+    switch_on = sorted(used - on)
+    switch_off = sorted(j for j in on | used if not final.is_active(j))
+    steps: list[Step] = [PowerOn(pm_id[j]) for j in switch_on]
+    steps += vm_steps
+    steps += [PowerOff(pm_id[j]) for j in switch_off]
+    moves = tuple(m for p in plans for m in p.moves)
+    bandwidth = plans[0].cost.bandwidth_gbit_s if plans else DEFAULT_BANDWIDTH_GBIT_S
+    return Plan(
+        steps=tuple(steps),
+        cost=cost_of(moves, steps, bandwidth),
+        parked=tuple(v for p in plans for v in p.parked),
+        moves=moves,
+        final_placement=dict(final.placement),
+    )
