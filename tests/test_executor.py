@@ -116,6 +116,24 @@ def assert_good_plan(dc: DataCenter, target: dict[str, Placement], plan: Plan) -
     assert plan.cost.migrations_intra + plan.cost.parking_intra == len(migrates) - len(inter)
     assert plan.cost.starts == sum(1 for s in steps if s["op"] == "start")
     assert plan.cost.duration_s == pytest.approx(copied * 8 / 12.5e9)
+    # Inside a PM a move copies the memory of the GIs it creates there; every GI op takes its GPU
+    # model's create/destroy time (docs/solving.md#move-costs); the total adds everything up.
+    specs = {**dc.pending, **dc.vms}
+    local, made, gi_s = 0, [], 0.0
+    for s in steps:
+        if s["op"] in ("create_gi", "destroy_gi"):
+            gpu = dc.pms[dc.index[s["pm"]]].gpus[s["gpu"]]
+            gi_s += gpu.gi_create_s if s["op"] == "create_gi" else gpu.gi_destroy_s
+        if s["op"] == "create_gi":
+            made.append(s["gi"])
+        elif s["op"] in ("migrate", "start"):
+            if s["op"] == "migrate" and s["from"] == s["to"]:
+                local += sum(round(specs[s["vm"]].gis[n].memory_gb * 10**9) for n in made)
+            made = []
+    assert plan.cost.local_bytes_copied == local
+    assert plan.cost.gi_operations == sum(1 for op in ops if op in ("create_gi", "destroy_gi"))
+    assert plan.cost.gi_operations_s == pytest.approx(gi_s)
+    assert plan.cost.total_s == pytest.approx((copied + local) * 8 / 12.5e9 + gi_s)
 
 
 def specs_bytes(dc: DataCenter, vm_id: str) -> int:

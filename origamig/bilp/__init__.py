@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from origamig.bilp.backends.base import Limits, SolveResult, available, get_backend
 from origamig.bilp.compile import Compiled, compile_model, decode
 from origamig.bilp.model import BilpModel, build_model
-from origamig.bilp.nogood import NoGood, add_no_goods
+from origamig.bilp.nogood import NoGood, add_no_goods, touched_gpus
 from origamig.bilp.restrict import Region, fixed_constant, restrict
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import Placement, Weights
@@ -76,7 +76,7 @@ def solve_region(
     backend = get_backend(solver)
     t0 = time.perf_counter()
     region = restrict(dc, region_pms, pending)
-    model = build_model(region, weights)
+    model = build_model(region, weights, unpruned=touched_gpus(no_goods))
     add_no_goods(model, no_goods)
     t1 = time.perf_counter()
     compiled = compile_model(model)

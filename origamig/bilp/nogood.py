@@ -8,13 +8,15 @@ the GPUs that B's GIs land on; the row
     Σ_{GI v of i ∈ B} y[i,v,j,k]  +  Σ_{(j,k) touched} q[j,k,c]  ≤  (number of those literals) − 1
 
 removes exactly the solutions that put B where the excluded target does, and nothing else
-(docs/solving.md#no-good-cuts).
+(docs/solving.md#no-good-cuts). B holds VMs that move or start, so the current placement — the
+solver's always-feasible start — never satisfies every literal and stays feasible.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pyomo.core as pyo
 from pyomo.core.expr.numeric_expr import LinearExpression
@@ -32,6 +34,19 @@ class NoGood:
     vms: tuple[str, ...]
 
 
+def touched_gpus(cuts: Sequence[NoGood]) -> frozenset[tuple[int, int]]:
+    """(PM, GPU) of every GI of the cuts' VMs in their excluded targets: the GPUs whose q the rows
+    name. Their configurations are left unpruned, so that an equally good configuration that pruning
+    would have dropped (an equal one was kept instead) is still there once the kept one is excluded."""
+    return frozenset(
+        (pl.pm, slot.gpu)
+        for cut in cuts
+        for v in cut.vms
+        if (pl := cut.target.get(v)) is not None
+        for slot in pl.gis
+    )
+
+
 def add_no_goods(model: BilpModel, cuts: Sequence[NoGood]) -> None:
     """Add one row per cut to `model` (before it is compiled)."""
     if not cuts:
@@ -40,13 +55,15 @@ def add_no_goods(model: BilpModel, cuts: Sequence[NoGood]) -> None:
     model.pyomo.add_component("no_good", rows)
     for cut in cuts:
         lits = _literals(model, cut.target, cut.vms)
+        if lits and all(v.value == 1 for v in lits):
+            raise ValueError("a no-good cut must not exclude the current placement (the solver's start)")
         if lits:
             rows.add(LinearExpression(lits) <= len(lits) - 1)
 
 
-def _literals(model: BilpModel, target: Mapping[str, Placement], vms: Collection[str]) -> list[object]:
+def _literals(model: BilpModel, target: Mapping[str, Placement], vms: Collection[str]) -> list[Any]:
     m, region = model.pyomo, model.region
-    lits: list[object] = []
+    lits: list[Any] = []
     gpus: set[tuple[int, int]] = set()
     for i in vms:
         pl = target.get(i)

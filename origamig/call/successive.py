@@ -3,12 +3,13 @@
 One OrigaMIG call optimizes one Algorithm 1 neighborhood (`neighborhood.py`), so it can admit only
 the pending VMs of that neighborhood. `run_calls` makes admission calls one after another, each on
 a neighborhood built by Algorithm 1 from the state the previous applied plan leaves and for the
-pending VMs not yet tried, until every pending VM was admitted or tried once; then consolidation
+pending VMs still queued, until every pending VM is admitted or retired; then consolidation
 calls (one per GPU class with Γ_h ≥ 1, largest first, in rounds until a round changes nothing).
 Each call is decided as every call is (`decision.decide`: applied only when strictly better) and its
 plan starts where the previous one ends, so the plans chain into one always-valid plan
-(`executor.chain_plans`). Every call admits a VM or retires the VMs it tried, so there are at most
-(pending VMs) admission calls; `max_calls` bounds the total.
+(`executor.chain_plans`). A call that admits some of its pending VMs leaves the others queued; one
+that admits none retires them. So every call admits or retires at least one VM, there are at most
+(pending VMs) admission calls, and `max_calls` bounds the total.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ class CallSequence:
 
     calls: tuple[Call, ...]
     final: DataCenter
-    tried: dict[str, int]  # pending VM → index of the admission call that held it (admitted or not)
+    tried: dict[str, int]  # pending VM → index of the last admission call that held it
     outright: tuple[str, ...]  # pending VMs Algorithm 1 found no PM for (count test)
     untried: tuple[str, ...]  # pending VMs no call reached (call budget spent)
 
@@ -61,7 +62,7 @@ def run_calls(
     no_good_limit: int = 0,
     bandwidth_gbit_s: float = DEFAULT_BANDWIDTH_GBIT_S,
 ) -> CallSequence:
-    """Admission calls until every pending VM is admitted or tried, then consolidation calls."""
+    """Admission calls until every pending VM is admitted or retired, then consolidation calls."""
     state = dc.copy()
     calls: list[Call] = []
     tried: dict[str, int] = {}
@@ -80,7 +81,10 @@ def run_calls(
         _call(state, nb, weights, solver, limits, (no_good_limit, bandwidth_gbit_s), calls)
         for v in nb.pending:
             tried[v] = len(calls) - 1
-        queue = [v for v in queue if v not in nb.pending]
+        admitted = [v for v in nb.pending if v in state.placement]
+        # A call that admits some of its VMs leaves the others queued: the state changed, and the
+        # next neighborhood is built for them on it. A call that admits none retires them all.
+        queue = [v for v in queue if v not in (admitted or nb.pending)]
     for _ in range(CONSOLIDATION_ROUNDS if consolidate else 0):
         changed = False
         for h in _classes_worth_a_call(state):

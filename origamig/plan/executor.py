@@ -49,6 +49,7 @@ from origamig.plan.steps import (
     Start,
     Step,
     cost_of,
+    gi_bytes,
     move_bytes,
     transfer_seconds,
 )
@@ -201,19 +202,38 @@ class _Planner:
         pm_id = self.dc.pms[target.pm].id
         old = self.dc.placement.get(vm.id)
         created = self._new_gis(vm, target)
+        gi_s = sum(self.dc.gpu_model(target.pm, target.gis[n].gpu).gi_create_s for n in created)
         for n in created:
             slot = target.gis[n]
             self.steps.append(CreateGi(vm.id, n, pm_id, slot.gpu, slot.start, parking))
         if old is None:
             self.steps.append(Start(vm.id, pm_id, parking))
-            self.moves.append(MoveRecord(vm.id, None, pm_id, parking, 0, 0.0))
+            self.moves.append(
+                MoveRecord(
+                    vm.id, None, pm_id, parking, 0, 0.0, gi_operations=len(created), gi_operations_s=gi_s
+                )
+            )
             self.dc.place(vm, target)
         else:
             from_id = self.dc.pms[old.pm].id
             self.steps.append(Migrate(vm.id, from_id, pm_id, parking))
-            n_bytes = move_bytes(vm) if old.pm != target.pm else 0
-            secs = transfer_seconds(n_bytes, self.bandwidth)
-            self.moves.append(MoveRecord(vm.id, from_id, pm_id, parking, n_bytes, secs))
+            inter = old.pm != target.pm
+            n_bytes = move_bytes(vm) if inter else 0
+            local = 0 if inter else gi_bytes(vm, created)
+            gi_s += sum(self.dc.gpu_model(old.pm, old.gis[n].gpu).gi_destroy_s for n in created)
+            record = MoveRecord(
+                vm.id,
+                from_id,
+                pm_id,
+                parking,
+                n_bytes,
+                transfer_seconds(n_bytes, self.bandwidth),
+                local_bytes_copied=local,
+                local_s=transfer_seconds(local, self.bandwidth),
+                gi_operations=2 * len(created),
+                gi_operations_s=gi_s,
+            )
+            self.moves.append(record)
             for n in created:
                 slot = old.gis[n]
                 self.steps.append(DestroyGi(vm.id, n, from_id, slot.gpu, slot.start, parking))
