@@ -7,7 +7,8 @@
   call follows the admission calls.
 - `consolidate`: free servers. Switching a server off is worth b_j = 500, a GPU e_jk = 50, a move
   costs δ_i = 1, free starts count 0; admitting still comes first: a_i = 500 + 50·(GPUs of the
-  largest server) + 1 beats switching off any one server with its GPUs.
+  largest server) + 1 beats switching off any one server with its GPUs; up to four rounds of
+  consolidation calls follow the admission calls (one for `paper`).
 
 Per-VM and per-PM weights written in the snapshot (`accept_weight`, `migration_penalty`, `weight`)
 still apply, and the weight options of `solve` override the goal's.
@@ -23,6 +24,7 @@ from origamig.cluster.records import PmSpec, Weights
 
 CONSOLIDATE_PM = 500.0
 CONSOLIDATE_GPU = 50.0
+CONSOLIDATE_ROUNDS = 4
 
 
 class Goal(StrEnum):
@@ -59,6 +61,8 @@ def goal_weights(goal: Goal, base: Weights, pms: Sequence[PmSpec], vm_count: int
     return base
 
 
-def runs_consolidation(goal: Goal) -> bool:
-    """Whether consolidation calls follow the admission calls."""
-    return goal is not Goal.ADMIT
+def consolidation_rounds(goal: Goal) -> int:
+    """Rounds of consolidation calls after the admission calls (docs/solving.md#the-call-loop): none
+    for `admit`, one for `paper`, up to four for `consolidate` (rounds stop early once one changes
+    nothing)."""
+    return {Goal.ADMIT: 0, Goal.PAPER: 1, Goal.CONSOLIDATE: CONSOLIDATE_ROUNDS}[goal]

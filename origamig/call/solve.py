@@ -165,23 +165,23 @@ def solve_snapshot(
     limits: Limits = Limits(),  # noqa: B008 — frozen record
     neighborhood: str = "auto",
     calls: int | None = None,
-    consolidate: bool = True,
+    consolidation_rounds: int = 1,
     no_good_limit: int = NO_GOOD_LIMIT,
     bandwidth_gbit_s: float = DEFAULT_BANDWIDTH_GBIT_S,
 ) -> Outcome:
     """Optimize `snap` and decide; never mutates `snap`.
 
     With `neighborhood="auto"` and `calls` ≠ 1: successive calls (`successive.run_calls`, at most
-    `calls`), admission first, consolidation after unless `consolidate` is False. Otherwise one call
-    (`decision.decide`) on the chosen scope. A target whose moves have no valid order is excluded
-    and solved again up to `no_good_limit` times per call."""
+    `calls`), admission first, then up to `consolidation_rounds` rounds of consolidation calls.
+    Otherwise one call (`decision.decide`) on the chosen scope. A target whose moves have no valid
+    order is excluded and solved again up to `no_good_limit` times per call."""
     w = weights or snap.weights
     dc = snap.datacenter()
     if neighborhood == "auto" and calls != 1:
         planning = (no_good_limit, bandwidth_gbit_s)
-        return _solve_successive(snap, dc, w, solver, limits, calls, consolidate, planning)
+        return _solve_successive(snap, dc, w, solver, limits, calls, consolidation_rounds, planning)
     scope = choose_scope(dc, neighborhood, w)
-    if not consolidate and not scope.pending:
+    if not consolidation_rounds and not scope.pending:
         scope = SolveScope(
             scope.mode, (), (), scope.rejected, "no pending VM, and the goal is admission only"
         )
@@ -249,7 +249,7 @@ def _solve_successive(
     solver: str,
     limits: Limits,
     calls: int | None,
-    consolidate: bool,
+    consolidation_rounds: int,
     planning: tuple[int, float],
 ) -> Outcome:
     """Successive calls from `dc` (the snapshot's state), their plans chained into one."""
@@ -262,7 +262,7 @@ def _solve_successive(
         solver,
         limits,
         max_calls=calls,
-        consolidate=consolidate,
+        consolidation_rounds=consolidation_rounds,
         no_good_limit=no_good_limit,
         bandwidth_gbit_s=bandwidth,
     )

@@ -3,8 +3,9 @@
 One OrigaMIG call optimizes one Algorithm 1 neighborhood (`neighborhood.py`), so it can admit only
 the pending VMs of that neighborhood. `run_calls` makes admission calls one after another, each on
 a neighborhood built by Algorithm 1 from the state the previous applied plan leaves and for the
-pending VMs still queued, until every pending VM is admitted or retired; then consolidation
-calls (one per GPU class with Γ_h ≥ 1, largest first, in rounds until a round changes nothing).
+pending VMs still queued, until every pending VM is admitted or retired; then up to
+`consolidation_rounds` rounds of consolidation calls (one per GPU class with Γ_h ≥ 1, largest Γ_h
+first; the rounds stop once one changes nothing).
 Each call is decided as every call is (`decision.decide`: applied only when strictly better) and its
 plan starts where the previous one ends, so the plans chain into one always-valid plan
 (`executor.chain_plans`). A call that admits some of its pending VMs leaves the others queued; one
@@ -23,8 +24,6 @@ from origamig.call.neighborhood import Bounds, Neighborhood, select_admission, s
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import Weights
 from origamig.plan.steps import DEFAULT_BANDWIDTH_GBIT_S
-
-CONSOLIDATION_ROUNDS = 4  # rounds of consolidation calls at most (each round: one call per class)
 
 
 @dataclass(frozen=True)
@@ -58,7 +57,7 @@ def run_calls(
     limits: Limits,
     *,
     max_calls: int | None = None,
-    consolidate: bool = True,
+    consolidation_rounds: int = 1,
     no_good_limit: int = 0,
     bandwidth_gbit_s: float = DEFAULT_BANDWIDTH_GBIT_S,
 ) -> CallSequence:
@@ -85,7 +84,7 @@ def run_calls(
         # A call that admits some of its VMs leaves the others queued: the state changed, and the
         # next neighborhood is built for them on it. A call that admits none retires them all.
         queue = [v for v in queue if v not in (admitted or nb.pending)]
-    for _ in range(CONSOLIDATION_ROUNDS if consolidate else 0):
+    for _ in range(consolidation_rounds):
         changed = False
         for h in _classes_worth_a_call(state):
             if not budget_left():

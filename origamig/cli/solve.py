@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from origamig.call.goals import Goal, goal_weights, runs_consolidation
+from origamig.call.goals import Goal, consolidation_rounds, goal_weights
 from origamig.cli.check import summarize, wide_console
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import Weights
@@ -165,7 +165,7 @@ def solve(
             limits,
             neighborhood,
             calls=calls,
-            consolidate=runs_consolidation(aim),
+            consolidation_rounds=consolidation_rounds(aim),
             no_good_limit=no_good_cuts,
             bandwidth_gbit_s=bandwidth,
         )
