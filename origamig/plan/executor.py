@@ -6,23 +6,30 @@ created nor destroyed). A step is ready when its new slices are free — the VM'
 as occupied — and, for a move between PMs or a start, the destination has the VM's CPU and RAM
 free while the source still holds them. Ready steps run in their order in `target`, pass after pass.
 
-When no step is ready, a networkx digraph records "step A waits for resources that step B frees"
-(B's old slices overlap A's new ones, or A lacks CPU/RAM on the PM B leaves). The VMs on its
-cycles (strongly connected components, self-loops included) are the parking candidates; the one
-whose removal would make the most steps ready is parked (ties: order in `target`) on
+When no step is ready, a VM that moves inside its PM and has some GIs whose target slices are free
+moves those GIs first (a migrate from the PM to itself that keeps its other GIs in place), so GIs
+that shift over their own old slices or over each other land in turn
+(docs/solving.md#plans-that-shift-gis-in-turns).
+
+When no step and no such partial move is ready, a networkx digraph records "step A waits for
+resources that step B frees" (B's old slices overlap A's new ones, or A lacks CPU/RAM on the PM B
+leaves). The VMs on its cycles (strongly connected components, self-loops included) are the parking
+candidates; the one whose removal would make the most steps ready is parked (ties: order in
+`target`) on
 
 - free slices of its class that no remaining step's new GIs need, and
 - on another PM, free CPU/RAM beyond what the remaining steps arriving there need,
 
-on its own PM first (only when it blocks nobody through CPU/RAM, so moving its GIs is enough), then
-on the other PMs: powered-on ones first, in data-center order. Its step then starts from the parking
+on its own PM first (only when it blocks nobody through CPU/RAM, so moving its GIs is enough: one GI
+that sits on reserved slices if that suffices, else all of them), then on the other PMs:
+powered-on ones first, in data-center order. Its step then starts from the parking
 place. A parked VM blocks no step again, so each VM is parked at most once. If no candidate has a
 parking place, the result is `Infeasible` and nothing has run. PMs the plan uses are switched on
 before the first step, PMs left empty are switched off after the last.
 
-Plan size: one step per moved or started VM plus one per parking move, so at most 2 × (moved VMs);
-each step is 2·(changed GIs) + 1 ops. Cost: O(steps² · GIs) for the passes, plus per blocked round
-O(steps · GIs) to build the digraph and score the candidates.
+Plan size: one step per moved or started VM plus one per parking move, plus at most one per GI for
+a VM whose GIs move in turns; each step is 2·(changed GIs) + 1 ops. Cost: O(steps² · GIs) for the
+passes, plus per blocked round O(steps · GIs) to build the digraph and score the candidates.
 """
 
 from __future__ import annotations
