@@ -264,3 +264,31 @@ def test_a_snapshot_with_nothing_to_do_is_a_valid_document(tmp_path: Path) -> No
         "nothing to optimize: no pending VM that fits and no class with Γ_h ≥ 1 worth a call"
     )
     solve_document_validator().validate(doc)
+
+
+def test_bandwidth_goal_and_calls_options_reach_the_solve() -> None:
+    cluster = Path(__file__).resolve().parent.parent / "examples" / "fleets" / "h100-cluster.json"
+    slow = solve_json(cluster, "--deterministic")
+    fast = solve_json(cluster, "--deterministic", "--bandwidth", "25")
+    assert slow["plan"] == fast["plan"] and fast["plan_cost"]["bandwidth_gbit_s"] == 25
+    copied = slow["plan_cost"]["bytes_copied"] + slow["plan_cost"]["local_bytes_copied"]
+    assert copied > 0
+    # total_s = copies at the bandwidth + GI operations; doubling the bandwidth halves the copy part.
+    copy_s = slow["plan_cost"]["total_s"] - slow["plan_cost"]["gi_operations_s"]
+    assert copy_s == pytest.approx(copied * 8 / 12.5e9)
+    assert fast["plan_cost"]["total_s"] - fast["plan_cost"]["gi_operations_s"] == pytest.approx(copy_s / 2)
+    admit = solve_json(cluster, "--deterministic", "--goal", "admit")
+    assert admit["admitted"] == ["new-0", "new-1"] and admit["plan_cost"]["migrations_intra"] == 0
+    assert admit["plan_cost"]["migrations_inter"] == 0
+    one = solve_json(cluster, "--deterministic", "--calls", "1")
+    assert one["admitted"] == ["new-0"] and one["waiting"] == ["new-1"] and len(one["calls"]) == 1
+
+
+@pytest.mark.parametrize(
+    "args", [["--calls", "0"], ["--bandwidth", "0"], ["--goal", "fastest"], ["--no-good-cuts", "-1"]]
+)
+def test_bad_solve_options_are_one_usage_error(args: list[str]) -> None:
+    path = next(p for p in EXAMPLES if p.stem == "fragmented-a100")
+    result = runner.invoke(app, ["solve", str(path), *args])
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output

@@ -130,7 +130,10 @@ def test_a_move_inside_a_host_is_create_local_move_destroy_never_a_live_migratio
     ops = [ln.split()[0] for ln in render_shell(plan.steps, dc).split("# step 0")[1].splitlines()[1:]]
     commands = [op for op in ops if op in ("on", "local_move", "live_migrate")]
     assert commands == ["on", "local_move", "on", "on"]  # -cgi, the local move, -dci and -dgi
-    assert "--from a100-02 --to a100-02" not in render_shell(plan.steps, dc)
+    script = render_shell(plan.steps, dc)
+    assert "--from a100-02 --to a100-02" not in script
+    # No step switches MIG mode or resets a GPU: GIs are created and destroyed on a GPU in MIG mode.
+    assert " -mig " not in script and "--gpu-reset" not in script and " -r " not in script
     assert plan.cost.local_bytes_copied == 5 * 10**9 and plan.cost.bytes_copied == 0
 
 

@@ -18,7 +18,13 @@ from typing import Any
 from origamig.bilp import Limits, RegionSolution, SolveResult
 from origamig.bilp.backends.base import GAP_LIMIT, GUARD_KILLED, INTERRUPTED, TIME_LIMIT, WORK_LIMIT
 from origamig.call.decision import Decision, Status, decide
-from origamig.call.neighborhood import Bounds, derived_bounds, select_admission, select_consolidation
+from origamig.call.neighborhood import (
+    Bounds,
+    Neighborhood,
+    derived_bounds,
+    select_admission,
+    select_consolidation,
+)
 from origamig.call.successive import Call, CallSequence, first_status, run_calls
 from origamig.call.why_waiting import not_admitted_reason
 from origamig.cluster.datacenter import DataCenter
@@ -34,6 +40,8 @@ from origamig.snapshot.document import Snapshot, placement_json, snapshot_docume
 
 FITS_NO_PM = "fits no PM even when empty"
 OUTRIGHT = "left out by Algorithm 1 (its count test found no PM for it); try --neighborhood all"
+
+
 NO_GOOD_LIMIT = 5  # re-solves per call after a target whose moves have no valid order
 
 
@@ -158,6 +166,12 @@ def _auto_scope(dc: DataCenter, weights: Weights) -> SolveScope:
     return SolveScope("auto", (), (), (), "no pending VM and no class with Γ_h ≥ 1 worth a call")
 
 
+def _single_neighborhood(scope: SolveScope) -> Neighborhood:
+    """The one call's neighborhood; its kind is `all` / `list` for a `--neighborhood` given by hand."""
+    kind = ("admission" if scope.pending else "consolidation") if scope.mode == "auto" else scope.mode
+    return Neighborhood(scope.pms, scope.pending, scope.rejected, kind)
+
+
 def solve_snapshot(
     snap: Snapshot,
     weights: Weights | None = None,
@@ -215,6 +229,7 @@ def solve_snapshot(
         proposed=evaluate(dc.pms, vms, proposed_placement, current, w),
         parking_cost=decision.parking_cost,
         solution=sol,
+        calls=(Call(_single_neighborhood(scope), decision),),
     )
     if decision.status is Status.PLAN_INFEASIBLE:
         tried = replace(tried, infeasible_reason=decision.reason)
