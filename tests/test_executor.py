@@ -288,12 +288,17 @@ def test_self_cycle_new_gi_overlapping_its_own_old_one() -> None:
     ]
 
 
-def test_gis_shifting_over_their_own_slots_make_room_for_a_pending_vm() -> None:
-    # One A30: a VM's two 1g.6gb at starts 1 and 2 shift to 0 and 1, so that a pending 2g.12gb fits
-    # at 2. GI 1's target is GI 0's old slice: GI 0 moves first, then GI 1, then the new VM starts.
+@pytest.mark.parametrize(("slots", "start"), [(((0, 0), (0, 1)), 2), (((0, 2), (0, 3)), 0)])
+def test_gis_shifting_over_their_own_slots_make_room_for_a_pending_vm(
+    slots: tuple[tuple[int, int], ...], start: int
+) -> None:
+    # The 2-PM A30 case: a VM's two 1g.6gb at starts 1 and 2 shift by one slice (onto each other's
+    # old slice) so that a pending 2g.12gb fits; the other A30 is full, so there is no parking place.
+    # The GI whose target is free moves first, then the other: no parking, two local moves.
     a, new = vm("a", ["1g.6gb", "1g.6gb"], A30), vm("new", ["2g.12gb"], A30)
-    dc = datacenter([pm("p0", [A30]), pm("p1", [A30], cpu=4)], [(a, at(0, (0, 1), (0, 2)))], [new])
-    plan = plan_ok(dc, {"a": at(0, (0, 0), (0, 1)), "new": at(0, (0, 2))})
+    full = (vm("b", ["4g.24gb"], A30), at(1, (0, 0)))
+    dc = datacenter([pm("p0", [A30]), pm("p1", [A30])], [(a, at(0, (0, 1), (0, 2))), full], [new])
+    plan = plan_ok(dc, {"a": at(0, *slots), "new": at(0, (0, start))})
     assert plan.parked == () and plan.cost.migrations_intra == 2 and plan.cost.starts == 1
 
 
