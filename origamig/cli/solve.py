@@ -112,14 +112,17 @@ def solve(
         typer.Option(
             "--calls",
             min=1,
-            help="At most this many calls (default: until every pending VM is admitted or tried, then"
-            " consolidation); 1 = the paper's single call.",
+            help="At most this many calls (default: until every pending VM is admitted or retired, then"
+            " consolidation); 1 = the paper's single call (docs/solving.md#the-call-loop).",
         ),
     ] = None,
     bandwidth: Annotated[
         float,
         typer.Option(
-            "--bandwidth", min=0.001, help="Gbit/s at which a move copies memory (for the plan's time)."
+            "--bandwidth",
+            min=0.001,
+            max=1e6,
+            help="Gbit/s at which a move copies memory (for the plan's time; docs/solving.md#move-costs).",
         ),
     ] = DEFAULT_BANDWIDTH_GBIT_S,
     no_good_cuts: Annotated[
