@@ -20,8 +20,9 @@ candidates; the one whose removal would make the most steps ready is parked (tie
 - free slices of its class that no remaining step's new GIs need, and
 - on another PM, free CPU/RAM beyond what the remaining steps arriving there need,
 
-on its own PM first (only when it blocks nobody through CPU/RAM, so moving its GIs is enough: one GI
-that sits on reserved slices if that suffices, else all of them), then on the other PMs:
+on its own PM first (only when it blocks nobody through CPU/RAM, so moving its GIs is enough: a VM
+that blocks only itself moves one GI, any other moves every GI that sits on needed slices), then on
+the other PMs:
 powered-on ones first, in data-center order. Its step then starts from the parking
 place. A parked VM blocks no step again, so each VM is parked at most once. If no candidate has a
 parking place, the result is `Infeasible` and nothing has run. PMs the plan uses are switched on
@@ -288,7 +289,8 @@ class _Planner:
         reserved = self._reserved_slices()
         for v in candidates:
             cpu_blocker = any(g.edges[p, v]["cpu"] for p in g.predecessors(v))
-            place = self._parking_place(self.remaining[v], reserved, cpu_blocker)
+            blocks_only_itself = set(g.predecessors(v)) == {v}
+            place = self._parking_place(self.remaining[v], reserved, cpu_blocker, blocks_only_itself)
             if place is not None:
                 self._execute(self.remaining[v].vm, place, parking=True)
                 self.parked.append(v)
@@ -329,13 +331,17 @@ class _Planner:
                 out[mv.target.pm] = (c + mv.vm.cpu_m, r + mv.vm.ram_mb)
         return out
 
-    def _parking_place(self, mv: _Move, reserved: _Freed, cpu_blocker: bool) -> Placement | None:
-        """Where `mv`'s VM can park: its own PM first (if slices are all it blocks), then others."""
+    def _parking_place(
+        self, mv: _Move, reserved: _Freed, cpu_blocker: bool, blocks_only_itself: bool = False
+    ) -> Placement | None:
+        """Where `mv`'s VM can park: its own PM first (if slices are all it blocks; one GI is enough
+        when the VM blocks only itself, its GIs trading places), then other PMs."""
         vm, here = mv.vm, self.dc.placement[mv.vm.id]
-        if vm.gis and not cpu_blocker:
+        if vm.gis and blocks_only_itself:
             one = self._park_one_gi(vm, here, reserved)
             if one is not None:
                 return one
+        if vm.gis and not cpu_blocker:
             slots = self._fit_gis(vm, here.pm, reserved, keep=here)
             if slots is not None and slots != here.gis:
                 return Placement(here.pm, slots)
