@@ -210,7 +210,7 @@ def test_plan_infeasible_when_the_blocked_cycle_has_nowhere_to_park(tmp_path: Pa
     d["pms"] = d["pms"][:1]
     src, out = tmp_path / "one-gpu.json", tmp_path / "out.json"
     src.write_text(json.dumps(d))
-    doc = solve_json(src, "--neighborhood", "all", "--out", str(out), code=5)
+    doc = solve_json(src, "--neighborhood", "all", "--no-good-cuts", "0", "--out", str(out), code=5)
     assert doc["status"] == "plan_infeasible" and "no parking place" in doc["plan_infeasible_reason"]
     # The proved optimum admits vmP, only its plan cannot run: vmP waits, it is not rejected.
     assert doc["plan"] == [] and doc["admitted"] == [] and doc["rejected"] == []
@@ -221,6 +221,20 @@ def test_plan_infeasible_when_the_blocked_cycle_has_nowhere_to_park(tmp_path: Pa
         330,
     )
     assert json.loads(out.read_text()) == d
+
+
+def test_a_target_without_a_valid_order_is_excluded_and_solved_again(tmp_path: Path) -> None:
+    # The same snapshot with the default no-good cuts: the unreachable optimum is excluded, and the
+    # next best (keep everything: the only other way to admit vmP needs the same impossible moves)
+    # is proved optimal, so vmP is rejected with that reason and the exit code is 0.
+    d = json.loads(next(p for p in EXAMPLES if p.stem == "fig1c-compaction").read_text())
+    d["pms"] = d["pms"][:1]
+    src = tmp_path / "one-gpu.json"
+    src.write_text(json.dumps(d))
+    doc = solve_json(src, "--neighborhood", "all")
+    assert doc["status"] == "unchanged" and "excluded first" in doc["status_reason"]
+    assert doc["rejected"] == ["vmP"] and "no valid order" in doc["rejected_reasons"]["vmP"]
+    assert doc["plan"] == [] and doc["objective"]["after"] == doc["objective"]["before"] == 330
 
 
 def test_solve_snapshot_does_not_mutate_the_snapshot() -> None:
@@ -246,5 +260,35 @@ def test_a_snapshot_with_nothing_to_do_is_a_valid_document(tmp_path: Path) -> No
     doc = solve_json(path)
     assert doc["status"] == "unchanged" and doc["plan"] == []
     assert doc["solver"]["name"] is None and doc["solver"]["termination"] == "not_run"
-    assert doc["status_reason"] == "nothing to optimize: no pending VM and no class with Γ_h ≥ 1 worth a call"
+    assert doc["status_reason"] == (
+        "nothing to optimize: no pending VM that fits and no class with Γ_h ≥ 1 worth a call"
+    )
     solve_document_validator().validate(doc)
+
+
+def test_bandwidth_goal_and_calls_options_reach_the_solve() -> None:
+    cluster = Path(__file__).resolve().parent.parent / "examples" / "fleets" / "h100-cluster.json"
+    slow = solve_json(cluster, "--deterministic")
+    fast = solve_json(cluster, "--deterministic", "--bandwidth", "25")
+    assert slow["plan"] == fast["plan"] and fast["plan_cost"]["bandwidth_gbit_s"] == 25
+    copied = slow["plan_cost"]["bytes_copied"] + slow["plan_cost"]["local_bytes_copied"]
+    assert copied > 0
+    # total_s = copies at the bandwidth + GI operations; doubling the bandwidth halves the copy part.
+    copy_s = slow["plan_cost"]["total_s"] - slow["plan_cost"]["gi_operations_s"]
+    assert copy_s == pytest.approx(copied * 8 / 12.5e9)
+    assert fast["plan_cost"]["total_s"] - fast["plan_cost"]["gi_operations_s"] == pytest.approx(copy_s / 2)
+    admit = solve_json(cluster, "--deterministic", "--goal", "admit")
+    assert admit["admitted"] == ["new-0", "new-1"] and admit["plan_cost"]["migrations_intra"] == 0
+    assert admit["plan_cost"]["migrations_inter"] == 0
+    one = solve_json(cluster, "--deterministic", "--calls", "1")
+    assert one["admitted"] == ["new-0"] and one["waiting"] == ["new-1"] and len(one["calls"]) == 1
+
+
+@pytest.mark.parametrize(
+    "args", [["--calls", "0"], ["--bandwidth", "0"], ["--goal", "fastest"], ["--no-good-cuts", "-1"]]
+)
+def test_bad_solve_options_are_one_usage_error(args: list[str]) -> None:
+    path = next(p for p in EXAMPLES if p.stem == "fragmented-a100")
+    result = runner.invoke(app, ["solve", str(path), *args])
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output

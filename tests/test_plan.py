@@ -115,9 +115,26 @@ def test_shell_script_is_valid_sh_and_lists_the_real_operations() -> None:
     assert "on pm1 nvidia-smi mig -i 0 -cgi 9:0" in script  # 3g.20gb is profile id 9 on the A100
     assert script.count(" -dgi") == sum(1 for s in plan.steps if s.op == "destroy_gi")
     lines = script.splitlines()
-    assert sum(1 for ln in lines if ln.startswith("live_migrate ")) == sum(
-        1 for s in plan.steps if s.op == "migrate"
+    migrates = [s for s in plan.steps if isinstance(s, Migrate)]
+    assert sum(1 for ln in lines if ln.startswith("live_migrate ")) == sum(1 for m in migrates if m.inter_pm)
+    assert sum(1 for ln in lines if ln.startswith("local_move ")) == sum(
+        1 for m in migrates if not m.inter_pm
     )
+
+
+def test_a_move_inside_a_host_is_create_local_move_destroy_never_a_live_migration_to_itself() -> None:
+    v = vm("v", ["1g.5gb"])
+    dc = datacenter([pm("a100-02", [A100])], [(v, at(0, (0, 0)))])
+    plan = plan_migrations(dc, {"v": at(0, (0, 3))})
+    assert isinstance(plan, Plan)
+    ops = [ln.split()[0] for ln in render_shell(plan.steps, dc).split("# step 0")[1].splitlines()[1:]]
+    commands = [op for op in ops if op in ("on", "local_move", "live_migrate")]
+    assert commands == ["on", "local_move", "on", "on"]  # -cgi, the local move, -dci and -dgi
+    script = render_shell(plan.steps, dc)
+    assert "--from a100-02 --to a100-02" not in script
+    # No step switches MIG mode or resets a GPU: GIs are created and destroyed on a GPU in MIG mode.
+    assert " -mig " not in script and "--gpu-reset" not in script and " -r " not in script
+    assert plan.cost.local_bytes_copied == 5 * 10**9 and plan.cost.bytes_copied == 0
 
 
 @pytest.mark.skipif(SH is None, reason="needs a POSIX sh")

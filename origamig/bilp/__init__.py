@@ -18,6 +18,7 @@ from origamig.bilp.backends.base import Limits, SolveResult, available, get_back
 from origamig.bilp.bound import NoChangeProof, no_change_proof
 from origamig.bilp.compile import Compiled, compile_model, decode
 from origamig.bilp.model import BilpModel, build_model
+from origamig.bilp.nogood import NoGood, add_no_goods, touched_gpus
 from origamig.bilp.restrict import Region, fixed_constant, restrict
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import Placement, Weights
@@ -29,6 +30,7 @@ __all__ = [
     "Compiled",
     "Limits",
     "NoChangeProof",
+    "NoGood",
     "Region",
     "RegionSolution",
     "SolveResult",
@@ -71,16 +73,19 @@ def solve_region(
     solver: str = "highs",
     limits: Limits = Limits(),  # noqa: B008 — frozen record
     prove_first: bool = True,
+    no_goods: Sequence[NoGood] = (),
 ) -> RegionSolution:
     """Optimize the region from its current placement (pending VMs rejected) as the start.
 
     With `prove_first`, the LP bound is tried before the MIP (`bound.no_change_proof`): when it
     proves that nothing beats the current placement, that placement is the answer, proved optimal,
-    with termination `bound` and no MIP solved."""
+    with termination `bound` and no MIP solved. `no_goods` exclude earlier targets whose moves had
+    no valid order (`nogood.py`)."""
     backend = get_backend(solver)
     t0 = time.perf_counter()
     region = restrict(dc, region_pms, pending)
-    model = build_model(region, weights)
+    model = build_model(region, weights, unpruned=touched_gpus(no_goods))
+    add_no_goods(model, no_goods)
     t1 = time.perf_counter()
     compiled = compile_model(model)
     t2 = time.perf_counter()

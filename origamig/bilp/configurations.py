@@ -128,6 +128,20 @@ def usable_configurations(
     return remember(_PRUNED, key, tuple(sorted(keep)), PRUNED_KEPT)
 
 
+def fitting_configurations(model: GpuModel, available: tuple[int, ...]) -> tuple[int, ...]:
+    """Every non-empty configuration with at most `available[p]` GIs of each profile p, unpruned: for
+    the GPUs a no-good cut names, where a pruned equal of an excluded configuration may be needed."""
+    _, _, groups = _enumerated(model)
+    return tuple(
+        sorted(
+            n
+            for counts, members in groups.items()
+            if any(counts) and all(c <= a for c, a in zip(counts, available, strict=True))
+            for n in members
+        )
+    )
+
+
 def configuration_of(model: GpuModel, slots: frozenset[Slot]) -> int:
     """Index of the configuration made of exactly `slots` (the current one of a GPU)."""
     _, configs, groups = _enumerated(model)

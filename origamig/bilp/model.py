@@ -39,7 +39,7 @@ from __future__ import annotations
 import gc
 import itertools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 import pyomo.core as pyo  # not pyomo.environ: its solver/writer plugins cost ~0.2 s, unused here
@@ -50,6 +50,7 @@ from origamig.bilp.configurations import (
     cf_table,
     configuration_of,
     enumerate_configurations,
+    fitting_configurations,
     usable_configurations,
 )
 from origamig.bilp.restrict import Region
@@ -73,17 +74,20 @@ class BilpModel:
         return self.configs[gpu][c]
 
 
-def build_model(region: Region, weights: Weights, symmetry: bool = False) -> BilpModel:
+def build_model(
+    region: Region, weights: Weights, symmetry: bool = False, unpruned: Collection[Gpu] = ()
+) -> BilpModel:
     """The configuration-form BILP of `region`, with the current placement as start values.
 
     `symmetry=True` adds order rows between interchangeable empty PMs (same spec, no VM now) and
     between empty GPUs of one model on one PM; they keep at least one optimum (see the benchmark
-    for whether they pay).
+    for whether they pay). The GPUs in `unpruned` get every configuration, dominated ones included
+    (`configurations.fitting_configurations`; for the GPUs a no-good cut names, `nogood.py`).
     """
     paused = gc.isenabled()
     gc.disable()  # Pyomo allocates ~10^5 small objects here; cyclic GC passes would double the time
     try:
-        b = _Builder(region, weights)
+        b = _Builder(region, weights, frozenset(unpruned))
         b.variables()
         b.rows()
         if symmetry:
@@ -100,7 +104,7 @@ def build_model(region: Region, weights: Weights, symmetry: bool = False) -> Bil
 class _Builder:
     """Index sets, start values and rows of one region model (internal to `build_model`)."""
 
-    def __init__(self, region: Region, weights: Weights) -> None:
+    def __init__(self, region: Region, weights: Weights, unpruned: frozenset[Gpu] = frozenset()) -> None:
         self.r = region
         self.w = weights
         self.m = pyo.ConcreteModel(name="origamig_bilp")
@@ -123,7 +127,10 @@ class _Builder:
         self.usable: dict[Gpu, tuple[int, ...]] = {}
         for gpu, md in self.gpu_model.items():
             avail = tuple(self.gis_by_class.get((md.gpu_class, p.name), 0) for p in md.profiles)
-            self.usable[gpu] = usable_configurations(md, avail, frozenset(self.prev_slots[gpu]), weights)
+            if gpu in unpruned:
+                self.usable[gpu] = fitting_configurations(md, avail)
+            else:
+                self.usable[gpu] = usable_configurations(md, avail, frozenset(self.prev_slots[gpu]), weights)
 
     # --- candidates ----------------------------------------------------------------------------
     def _gi_gpus(self, prof_name: str, prof_class: str, j: int) -> list[int]:

@@ -23,13 +23,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from origamig.bilp import Limits, RegionSolution, solve_region
+from origamig.bilp import Limits, NoGood, RegionSolution, solve_region
 from origamig.bilp.backends.base import ERROR, INFEASIBLE
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import Placement, VmSpec, Weights
 from origamig.judge.objective import Objective, evaluate
 from origamig.plan.executor import plan_migrations
-from origamig.plan.steps import Infeasible, Plan
+from origamig.plan.steps import DEFAULT_BANDWIDTH_GBIT_S, Infeasible, Plan
 
 STRICTLY_BETTER = 1e-6  # the gain in Eq. (5) units a plan must exceed to be applied
 
@@ -62,6 +62,8 @@ class Decision:
     parking_cost: float = 0.0
     reason: str = ""
     timings: Mapping[str, float] = field(default_factory=dict)  # build_s … decode_s, plan_s
+    blocked: tuple[str, ...] = ()  # with PLAN_INFEASIBLE: the VMs whose moves could not be ordered
+    no_goods: int = 0  # targets excluded because their moves had no valid order (then re-solved)
 
     @property
     def applied(self) -> bool:
@@ -103,16 +105,33 @@ def decide(
     weights: Weights,
     solver: str = "highs",
     limits: Limits = Limits(),  # noqa: B008 — frozen record
+    no_good_limit: int = 0,
+    bandwidth_gbit_s: float = DEFAULT_BANDWIDTH_GBIT_S,
 ) -> Decision:
-    """Solve the neighborhood (`pms`, `pending`), plan, referee, decide; never mutates `dc`."""
-    sol = solve_region(dc, pms, pending, weights, solver=solver, limits=limits)
-    t_solved = time.perf_counter()
-    decision = _judge(dc, pms, pending, weights, sol)
-    return replace(decision, timings={**sol.timings, "plan_s": time.perf_counter() - t_solved})
+    """Solve the neighborhood (`pms`, `pending`), plan, referee, decide; never mutates `dc`.
+
+    When the solution's moves have no valid order, up to `no_good_limit` times: exclude it by a
+    no-good cut on the VMs that could not be ordered (`bilp.nogood`) and solve again, so that an
+    equally good (or the next best) reachable target is found. The simulator's calls keep 0."""
+    cuts: list[NoGood] = []
+    while True:
+        sol = solve_region(dc, pms, pending, weights, solver=solver, limits=limits, no_goods=cuts)
+        t_solved = time.perf_counter()
+        decision = _judge(dc, pms, pending, weights, sol, bandwidth_gbit_s)
+        timings = {**sol.timings, "plan_s": time.perf_counter() - t_solved}
+        decision = replace(decision, timings=timings, no_goods=len(cuts))
+        if decision.status is not Status.PLAN_INFEASIBLE or len(cuts) >= no_good_limit:
+            return decision
+        cuts.append(NoGood(dict(sol.target), decision.blocked or tuple(decision.changed)))
 
 
 def _judge(
-    dc: DataCenter, pms: Sequence[int], pending: Sequence[str], weights: Weights, sol: RegionSolution
+    dc: DataCenter,
+    pms: Sequence[int],
+    pending: Sequence[str],
+    weights: Weights,
+    sol: RegionSolution,
+    bandwidth_gbit_s: float = DEFAULT_BANDWIDTH_GBIT_S,
 ) -> Decision:
     result = sol.result
     if result.termination in (ERROR, INFEASIBLE):  # the start is always feasible: "infeasible" is a failure
@@ -122,9 +141,9 @@ def _judge(
     changed = {v: pl for v, pl in sol.target.items() if dc.placement.get(v) != pl}
     if not changed:
         return Decision(not_better, sol, changed, reason="the solution keeps every VM where it is")
-    plan = plan_migrations(dc, changed)
+    plan = plan_migrations(dc, changed, bandwidth_gbit_s=bandwidth_gbit_s)
     if isinstance(plan, Infeasible):
-        return Decision(Status.PLAN_INFEASIBLE, sol, changed, reason=plan.reason)
+        return Decision(Status.PLAN_INFEASIBLE, sol, changed, reason=plan.reason, blocked=plan.blocked)
     before, after = referee(dc, pms, pending, changed, weights)
     cost = parking_cost(plan, dc.vms, weights)
     gain = after.value - cost - before.value

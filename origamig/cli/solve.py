@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.text import Text
 
+from origamig.call.goals import Goal, consolidation_rounds, goal_weights
 from origamig.cli.check import summarize
 from origamig.cli.terminal import render_text, write_stdout
 from origamig.cluster.datacenter import DataCenter
@@ -21,6 +22,7 @@ from origamig.cluster.records import Weights
 from origamig.files import check_quantities
 from origamig.judge.objective import Objective
 from origamig.plan.render import plan_table, render_shell, text_table
+from origamig.plan.steps import DEFAULT_BANDWIDTH_GBIT_S
 from origamig.snapshot.document import Snapshot, json_text, load_snapshot, write_text_atomic
 from origamig.solver_registry import DEFAULT_BACKEND, backend_names
 
@@ -94,6 +96,41 @@ def solve(
             " with ORIGAMIG_EXECUTE=1).",
         ),
     ] = None,
+    goal: Annotated[
+        Goal,
+        typer.Option(
+            "--goal",
+            help="paper: the snapshot's weights; admit: admit the most with the fewest moves, nothing else"
+            " moves; consolidate: free servers (docs/solving.md#goals).",
+        ),
+    ] = Goal.PAPER,
+    calls: Annotated[
+        int | None,
+        typer.Option(
+            "--calls",
+            min=1,
+            help="At most this many calls (default: until every pending VM is admitted or retired, then"
+            " consolidation); 1 = the paper's single call (docs/solving.md#the-call-loop).",
+        ),
+    ] = None,
+    bandwidth: Annotated[
+        float,
+        typer.Option(
+            "--bandwidth",
+            min=0.001,
+            max=1e6,
+            help="Gbit/s at which a move copies memory (for the plan's time; docs/solving.md#move-costs).",
+        ),
+    ] = DEFAULT_BANDWIDTH_GBIT_S,
+    no_good_cuts: Annotated[
+        int,
+        typer.Option(
+            "--no-good-cuts",
+            min=0,
+            help="Per call: how many solutions whose moves have no valid order are excluded and solved"
+            " again before giving up (docs/solving.md#no-good-cuts).",
+        ),
+    ] = 5,
     accept: Annotated[
         float | None, typer.Option("--accept", help="Override weight a_i (admitting a VM).")
     ] = None,
@@ -118,10 +155,20 @@ def solve(
     check_quantities({"--time-limit": time_limit, "--threads": threads})
     snap = load_snapshot(snapshot)
     overrides = {"accept": accept, "pm": pm, "gpu": gpu, "free_start": free_start, "migration": migration}
-    weights = _weights(snap.weights, overrides)
+    weights = _weights(goal_weights(goal, snap.weights, snap.pms, len(snap.vms)), overrides)
     limits = make_limits(solver.value, time_limit, threads, deterministic)
     with _stdout_to_stderr():
-        outcome = solve_snapshot(snap, weights, solver.value, limits, neighborhood)
+        outcome = solve_snapshot(
+            snap,
+            weights,
+            solver.value,
+            limits,
+            neighborhood,
+            calls=calls,
+            consolidation_rounds=consolidation_rounds(goal),
+            no_good_limit=no_good_cuts,
+            bandwidth_gbit_s=bandwidth,
+        )
     doc = outcome.to_json()
     doc["summary"] = {"before": _state(snap, outcome, False), "after": _state(snap, outcome, True)}
     files = _files(snap, outcome, out, script)  # everything is rendered before anything is written
@@ -220,18 +267,30 @@ def _report(path: Path, snap: Snapshot, out: Outcome, doc: dict[str, Any]) -> li
     ]
     lines.append(text_table("before → after", [("", "left"), ("before", "right"), ("after", "right")], rows))
     s = doc["solver"]
-    if s["name"] is None:
+    if len(doc["calls"]) > 1:
+        proved = "every call proved optimal" if s["proved_optimal"] else "not every call proved optimal"
+        lines.append(f"solver: {s['name']}, {len(doc['calls'])} calls ({proved}), {s['wall_s']:.2f} s")
+        for n, c in enumerate(doc["calls"]):
+            what = f"admitted {', '.join(c['admitted'])}" if c["admitted"] else c["status"]
+            lines.append(
+                f"  call {n + 1}: {c['kind']} on {len(c['pms'])} servers, "
+                f"{len(c['pending'])} pending: {what}; {_solver_line(c['solver'])}"
+            )
+    elif s["name"] is None:
         lines.append("solver: not run (nothing to optimize)")
     else:
-        gap = "—" if s["gap"] is None else f"{100 * s['gap']:.2f}%"
-        proved = "proved optimal" if s["proved_optimal"] else "not proved optimal"
-        lines.append(
-            f"solver: {s['name']}, {s['termination']} ({proved}), gap {gap}, {s['wall_s']:.2f} s"
-            + (f"; {s['reason']}" if s["reason"] else "")
-        )
+        lines.append(f"solver: {_solver_line(s)}")
     if out.plan is not None:
         lines.append(plan_table(out.plan, out.moves))
     return lines
+
+
+def _solver_line(s: dict[str, Any]) -> str:
+    gap = "—" if s["gap"] is None else f"{100 * s['gap']:.2f}%"
+    proved = "proved optimal" if s["proved_optimal"] else "not proved optimal"
+    return f"{s['name']}, {s['termination']} ({proved}), gap {gap}, {s['wall_s']:.2f} s" + (
+        f"; {s['reason']}" if s["reason"] else ""
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -51,6 +51,8 @@ class GpuModel:
     max_power_w: float
     profiles: tuple[Profile, ...]
     source: str = ""
+    gi_create_s: float = 0.0  # seconds to create one GI (docs/solving.md#move-costs)
+    gi_destroy_s: float = 0.0  # seconds to destroy one GI
     _by_name: Mapping[str, Profile] = field(default_factory=dict, repr=False, compare=False)
 
     def profile(self, name: str) -> Profile:
@@ -198,8 +200,18 @@ def gpu_model_from_dict(data: Mapping[str, Any], where: str) -> GpuModel:
         max_power_w=float(peak),
         profiles=tuple(profiles),
         source=f.get("source", str, ""),
+        gi_create_s=float(_seconds(f, "gi_create_s")),
+        gi_destroy_s=float(_seconds(f, "gi_destroy_s")),
         _by_name=by_name,
     )
+
+
+def _seconds(f: _Fields, key: str) -> float:
+    """An optional duration in seconds (0 when absent): finite, ≥ 0 and at most an hour."""
+    value = f.get(key, (int, float), 0)
+    if not 0 <= value <= 3600:
+        raise CatalogError(f"{f.where}.{key}: {value!r} must be between 0 and 3600 seconds")
+    return value
 
 
 def _profile_from_dict(

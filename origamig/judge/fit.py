@@ -59,3 +59,9 @@ def no_fit_reason(pms: Iterable[PmSpec], vm: VmSpec) -> str | None:
         model = vm.gis[0].gpu_model
         return f"no PM has {model} GPUs that can hold {gis} at once"
     return f"no PM has room for all of it at once, even empty ({vm.cpu:g} cores, {vm.ram_gb:g} GB, {gis})"
+
+
+def fits_beside(pm: PmSpec, vm: VmSpec, used: Sequence[int]) -> bool:
+    """True when every GI of `vm` fits `pm`'s GPUs at permitted starts, next to the slices `used`
+    (one occupancy mask per GPU) and without overlap; CPU and RAM are not looked at."""
+    return _assign(list(vm.gis), pm.gpus, list(used))

@@ -6,28 +6,36 @@ created nor destroyed). A step is ready when its new slices are free — the VM'
 as occupied — and, for a move between PMs or a start, the destination has the VM's CPU and RAM
 free while the source still holds them. Ready steps run in their order in `target`, pass after pass.
 
-When no step is ready, a networkx digraph records "step A waits for resources that step B frees"
-(B's old slices overlap A's new ones, or A lacks CPU/RAM on the PM B leaves). The VMs on its
-cycles (strongly connected components, self-loops included) are the parking candidates; the one
-whose removal would make the most steps ready is parked (ties: order in `target`) on
+When no step is ready, a VM that moves inside its PM and has some GIs whose target slices are free
+moves those GIs first (a migrate from the PM to itself that keeps its other GIs in place), so GIs
+that shift over their own old slices or over each other land in turn
+(docs/solving.md#plans-that-shift-gis-in-turns).
+
+When no step and no such partial move is ready, a networkx digraph records "step A waits for
+resources that step B frees" (B's old slices overlap A's new ones, or A lacks CPU/RAM on the PM B
+leaves). The VMs on its cycles (strongly connected components, self-loops included) are the parking
+candidates; the one whose removal would make the most steps ready is parked (ties: order in
+`target`) on
 
 - free slices of its class that no remaining step's new GIs need, and
 - on another PM, free CPU/RAM beyond what the remaining steps arriving there need,
 
-on its own PM first (only when it blocks nobody through CPU/RAM, so moving its GIs is enough), then
-on the other PMs: powered-on ones first, in data-center order. Its step then starts from the parking
+on its own PM first (only when it blocks nobody through CPU/RAM, so moving its GIs is enough: a VM
+that blocks only itself moves one GI, any other moves every GI that sits on needed slices), then on
+the other PMs:
+powered-on ones first, in data-center order. Its step then starts from the parking
 place. A parked VM blocks no step again, so each VM is parked at most once. If no candidate has a
 parking place, the result is `Infeasible` and nothing has run. PMs the plan uses are switched on
 before the first step, PMs left empty are switched off after the last.
 
-Plan size: one step per moved or started VM plus one per parking move, so at most 2 × (moved VMs);
-each step is 2·(changed GIs) + 1 ops. Cost: O(steps² · GIs) for the passes, plus per blocked round
-O(steps · GIs) to build the digraph and score the candidates.
+Plan size: one step per moved or started VM plus one per parking move, plus at most one per GI for
+a VM whose GIs move in turns; each step is 2·(changed GIs) + 1 ops. Cost: O(steps² · GIs) for the
+passes, plus per blocked round O(steps · GIs) to build the digraph and score the candidates.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import networkx as nx
@@ -49,11 +57,12 @@ from origamig.plan.steps import (
     Start,
     Step,
     cost_of,
+    gi_bytes,
     move_bytes,
     transfer_seconds,
 )
 
-__all__ = ["Infeasible", "Plan", "plan_migrations"]
+__all__ = ["Infeasible", "Plan", "chain_plans", "plan_migrations"]
 
 _Freed = dict[tuple[int, int], int]  # (pm, gpu) → mask of slices a hypothetical removal frees
 
@@ -122,11 +131,32 @@ class _Planner:
                     self._execute(mv.vm, mv.target, parking=False)
                     del self.remaining[v]
                     progressed = True
-            if not progressed:
+            if not progressed and not self._shift_one():
                 blocked = self._park_one()
                 if blocked is not None:
                     return blocked
         return self._finish()
+
+    def _shift_one(self) -> bool:
+        """Move, inside its PM, the GIs of one waiting VM whose target slices are free now (the rest
+        stay): GIs that shift over the VM's own slots or over each other then land in turn."""
+        for v, mv in self.remaining.items():
+            here = self.dc.placement.get(v)
+            if mv.start or here is None or here.pm != mv.target.pm:
+                continue
+            free = [n for n in self._new_gis(mv.vm, mv.target) if self._slot_free(mv.vm, mv.target, n)]
+            if not free:
+                continue
+            slots = tuple(mv.target.gis[n] if n in free else here.gis[n] for n in range(len(here.gis)))
+            self._execute(mv.vm, Placement(here.pm, slots), parking=False)
+            if self.dc.placement[v] == mv.target:
+                del self.remaining[v]
+            return True
+        return False
+
+    def _slot_free(self, vm: VmSpec, target: Placement, n: int) -> bool:
+        slot = target.gis[n]
+        return not self.dc.occupancy(target.pm, slot.gpu) & vm.gis[n].mask(slot.start)
 
     def _finish(self) -> Plan:
         pm_id = [p.id for p in self.dc.pms]
@@ -180,19 +210,38 @@ class _Planner:
         pm_id = self.dc.pms[target.pm].id
         old = self.dc.placement.get(vm.id)
         created = self._new_gis(vm, target)
+        gi_s = sum(self.dc.gpu_model(target.pm, target.gis[n].gpu).gi_create_s for n in created)
         for n in created:
             slot = target.gis[n]
             self.steps.append(CreateGi(vm.id, n, pm_id, slot.gpu, slot.start, parking))
         if old is None:
             self.steps.append(Start(vm.id, pm_id, parking))
-            self.moves.append(MoveRecord(vm.id, None, pm_id, parking, 0, 0.0))
+            self.moves.append(
+                MoveRecord(
+                    vm.id, None, pm_id, parking, 0, 0.0, gi_operations=len(created), gi_operations_s=gi_s
+                )
+            )
             self.dc.place(vm, target)
         else:
             from_id = self.dc.pms[old.pm].id
             self.steps.append(Migrate(vm.id, from_id, pm_id, parking))
-            n_bytes = move_bytes(vm) if old.pm != target.pm else 0
-            secs = transfer_seconds(n_bytes, self.bandwidth)
-            self.moves.append(MoveRecord(vm.id, from_id, pm_id, parking, n_bytes, secs))
+            inter = old.pm != target.pm
+            n_bytes = move_bytes(vm) if inter else 0
+            local = 0 if inter else gi_bytes(vm, created)
+            gi_s += sum(self.dc.gpu_model(old.pm, old.gis[n].gpu).gi_destroy_s for n in created)
+            record = MoveRecord(
+                vm.id,
+                from_id,
+                pm_id,
+                parking,
+                n_bytes,
+                transfer_seconds(n_bytes, self.bandwidth),
+                local_bytes_copied=local,
+                local_s=transfer_seconds(local, self.bandwidth),
+                gi_operations=2 * len(created),
+                gi_operations_s=gi_s,
+            )
+            self.moves.append(record)
             for n in created:
                 slot = old.gis[n]
                 self.steps.append(DestroyGi(vm.id, n, from_id, slot.gpu, slot.start, parking))
@@ -240,7 +289,8 @@ class _Planner:
         reserved = self._reserved_slices()
         for v in candidates:
             cpu_blocker = any(g.edges[p, v]["cpu"] for p in g.predecessors(v))
-            place = self._parking_place(self.remaining[v], reserved, cpu_blocker)
+            blocks_only_itself = set(g.predecessors(v)) == {v}
+            place = self._parking_place(self.remaining[v], reserved, cpu_blocker, blocks_only_itself)
             if place is not None:
                 self._execute(self.remaining[v].vm, place, parking=True)
                 self.parked.append(v)
@@ -281,9 +331,16 @@ class _Planner:
                 out[mv.target.pm] = (c + mv.vm.cpu_m, r + mv.vm.ram_mb)
         return out
 
-    def _parking_place(self, mv: _Move, reserved: _Freed, cpu_blocker: bool) -> Placement | None:
-        """Where `mv`'s VM can park: its own PM first (if slices are all it blocks), then others."""
+    def _parking_place(
+        self, mv: _Move, reserved: _Freed, cpu_blocker: bool, blocks_only_itself: bool = False
+    ) -> Placement | None:
+        """Where `mv`'s VM can park: its own PM first (if slices are all it blocks; one GI is enough
+        when the VM blocks only itself, its GIs trading places), then other PMs."""
         vm, here = mv.vm, self.dc.placement[mv.vm.id]
+        if vm.gis and blocks_only_itself:
+            one = self._park_one_gi(vm, here, reserved)
+            if one is not None:
+                return one
         if vm.gis and not cpu_blocker:
             slots = self._fit_gis(vm, here.pm, reserved, keep=here)
             if slots is not None and slots != here.gis:
@@ -296,6 +353,16 @@ class _Planner:
             slots = self._fit_gis(vm, j, reserved, keep=None)
             if slots is not None:
                 return Placement(j, slots)
+        return None
+
+    def _park_one_gi(self, vm: VmSpec, here: Placement, reserved: _Freed) -> Placement | None:
+        """`here` with one GI that sits on reserved slices moved to free, unreserved slices of its PM."""
+        for n, (prof, slot) in enumerate(zip(vm.gis, here.gis, strict=True)):
+            if not prof.mask(slot.start) & reserved.get((here.pm, slot.gpu), 0):
+                continue
+            spot = self._first_free(prof, here.pm, reserved, {})
+            if spot is not None:
+                return Placement(here.pm, tuple(spot if m == n else s for m, s in enumerate(here.gis)))
         return None
 
     def _other_pms(self, here: int) -> Iterable[int]:
@@ -338,3 +405,33 @@ class _Planner:
                     taken[(j, k)] = taken.get((j, k), 0) | m
                     return GiSlot(k, z)
         return None
+
+
+def chain_plans(current: DataCenter, plans: Sequence[Plan], final: DataCenter) -> Plan:
+    """One plan that runs `plans` one after another from `current` (each planned from the state the
+    previous one ends in) and ends in `final`.
+
+    Their VM steps keep their order; their power steps are replaced by one set: every PM a VM step
+    uses that is off in `current` is switched on before the first step, and every PM on at some
+    point that `final` leaves empty is switched off after the last — so a PM that one plan empties
+    and a later one uses again is neither switched off nor on in between.
+    """
+    pm_id = [p.id for p in current.pms]
+    index = current.index
+    vm_steps = [s for p in plans for s in p.steps if not isinstance(s, PowerOn | PowerOff)]
+    used = {index[s.to_pm if isinstance(s, Migrate) else s.pm] for s in vm_steps}
+    on = {j for j in range(len(current.pms)) if current.is_active(j)}
+    switch_on = sorted(used - on)
+    switch_off = sorted(j for j in on | used if not final.is_active(j))
+    steps: list[Step] = [PowerOn(pm_id[j]) for j in switch_on]
+    steps += vm_steps
+    steps += [PowerOff(pm_id[j]) for j in switch_off]
+    moves = tuple(m for p in plans for m in p.moves)
+    bandwidth = plans[0].cost.bandwidth_gbit_s if plans else DEFAULT_BANDWIDTH_GBIT_S
+    return Plan(
+        steps=tuple(steps),
+        cost=cost_of(moves, steps, bandwidth),
+        parked=tuple(v for p in plans for v in p.parked),
+        moves=moves,
+        final_placement=dict(final.placement),
+    )

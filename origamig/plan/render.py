@@ -102,6 +102,13 @@ live_migrate() {
     run hypervisor-live-migrate --vm "$1" --from "$2" --to "$3"
 }
 
+# PLACEHOLDER: move a VM between GIs of its own host: the hypervisor remaps the VM's MIG devices to
+# the GIs just created for it on the same host (no live migration to itself; e.g. detach and attach
+# the MIG-backed vGPU devices, or a local migration that copies their memory on the host).
+local_move() {
+    on "$2" hypervisor-remap-gis --vm "$1"
+}
+
 # PLACEHOLDER: start a VM with the GIs created for it (e.g. virsh start <vm> on <pm>).
 start_vm() {
     run hypervisor-start-vm --vm "$1" --on "$2"
@@ -154,6 +161,8 @@ def render_shell(steps: Sequence[Step], dc: DataCenter, moves: Sequence[MoveNote
                 gi = f'"$(gi_id {q(s.pm)} {s.gpu} {q(pid)} {s.start})"'
                 lines.append(f"on {q(s.pm)} nvidia-smi mig -i {s.gpu} -gi {gi} -dci")
                 lines.append(f"on {q(s.pm)} nvidia-smi mig -i {s.gpu} -gi {gi} -dgi")
+        elif isinstance(s, Migrate) and not s.inter_pm:
+            lines.append(f"local_move {q(s.vm)} {q(s.from_pm)}")
         elif isinstance(s, Migrate):
             lines.append(f"live_migrate {q(s.vm)} {q(s.from_pm)} {q(s.to_pm)}")
         else:

@@ -5,10 +5,13 @@ exactly the JSON object of docs/formats.md#plan (`{"op": "migrate", "vm": .., "f
 `"parking": true` on the steps of a parking move). PMs are named by their ids, GPUs by their index
 on the PM. The executor (`executor.py`) builds plans; `replay.py` checks them independently.
 
-Cost model (docs/policies.md#executor): an inter-PM live migration copies the VM's RAM plus the memory of its
-GIs over the network at `bandwidth_gbit_s` (default 12.5 Gbit/s, half of a 25 Gbit/s link); an
-intra-PM move (between GIs of one PM) copies nothing over the network and is counted at 0 bytes
-and 0 s. 1 GB = 10⁹ bytes, 1 MB = 10⁶ bytes, as everywhere in the package.
+Cost model (docs/policies.md#executor, docs/solving.md#move-costs): an inter-PM live migration copies the
+VM's RAM plus the memory of its GIs over the network at `bandwidth_gbit_s` (default 12.5 Gbit/s, half
+of a 25 Gbit/s link) — `bytes_copied` and `duration_s`, as the simulator counts them; an intra-PM move
+(between GIs of one PM) copies the memory of the GIs that change place inside the server
+(`local_bytes_copied`, at the same rate); each GI created or destroyed takes its GPU model's
+`gi_create_s` / `gi_destroy_s`. `total_s` adds all three. 1 GB = 10⁹ bytes, 1 MB = 10⁶ bytes, as
+everywhere in the package.
 """
 
 from __future__ import annotations
@@ -146,8 +149,17 @@ class MoveRecord:
     from_pm: str | None  # None for a start
     to_pm: str
     parking: bool
-    bytes_copied: int
-    duration_s: float
+    bytes_copied: int  # over the network (a move between PMs)
+    duration_s: float  # of that network copy
+    local_bytes_copied: int = 0  # GI memory copied inside the server (a move inside a PM)
+    local_s: float = 0.0  # of that local copy
+    gi_operations: int = 0  # GIs created and destroyed by this move
+    gi_operations_s: float = 0.0
+
+    @property
+    def total_s(self) -> float:
+        """Network copy, local copy and GI operations, one after another."""
+        return self.duration_s + self.local_s + self.gi_operations_s
 
     @property
     def inter_pm(self) -> bool:
@@ -156,7 +168,12 @@ class MoveRecord:
 
 def move_bytes(vm: VmSpec) -> int:
     """Bytes an inter-PM live migration of `vm` copies: its RAM plus the memory of its GIs."""
-    return vm.ram_mb * 10**6 + sum(round(p.memory_gb * 10**9) for p in vm.gis)
+    return vm.ram_mb * 10**6 + gi_bytes(vm, range(len(vm.gis)))
+
+
+def gi_bytes(vm: VmSpec, gis: Sequence[int]) -> int:
+    """Bytes of GPU memory of the GIs numbered `gis` of `vm` (what a move inside a PM copies)."""
+    return sum(round(vm.gis[n].memory_gb * 10**9) for n in gis)
 
 
 def transfer_seconds(n_bytes: int, bandwidth_gbit_s: float) -> float:
@@ -184,6 +201,10 @@ class PlanCost:
     bandwidth_gbit_s: float = DEFAULT_BANDWIDTH_GBIT_S
     pms_on: int = 0
     pms_off: int = 0
+    local_bytes_copied: int = 0
+    gi_operations: int = 0
+    gi_operations_s: float = 0.0
+    total_s: float = 0.0
 
     @property
     def migrations(self) -> int:
@@ -225,6 +246,10 @@ class PlanCost:
             "bandwidth_gbit_s": self.bandwidth_gbit_s,
             "pms_on": self.pms_on,
             "pms_off": self.pms_off,
+            "local_bytes_copied": self.local_bytes_copied,
+            "gi_operations": self.gi_operations,
+            "gi_operations_s": self.gi_operations_s,
+            "total_s": self.total_s,
         }
 
     def describe(self) -> str:
@@ -233,8 +258,10 @@ class PlanCost:
             f"{self.migrations} migrations "
             f"({self.migrations_intra} intra-PM, {self.migrations_inter} inter-PM)"
             f" + {self.parking} parking ({self.parking_intra} intra, {self.parking_inter} inter), "
-            f"{self.starts} starts, {self.migrated_gb:g} GB copied, ~{self.duration_s:.1f} s at "
-            f"{self.bandwidth_gbit_s:g} Gbit/s, {self.pms_on} PMs on, {self.pms_off} off"
+            f"{self.starts} starts, {self.migrated_gb:g} GB copied between PMs and "
+            f"{self.local_bytes_copied / 1e9:g} GB inside PMs at {self.bandwidth_gbit_s:g} Gbit/s, "
+            f"{self.gi_operations} GIs created or destroyed, ~{self.total_s:.1f} s in all, "
+            f"{self.pms_on} PMs on, {self.pms_off} off"
         )
 
 
@@ -252,6 +279,10 @@ def cost_of(moves: Sequence[MoveRecord], steps: Sequence[Step], bandwidth_gbit_s
         bandwidth_gbit_s=bandwidth_gbit_s,
         pms_on=sum(1 for s in steps if isinstance(s, PowerOn)),
         pms_off=sum(1 for s in steps if isinstance(s, PowerOff)),
+        local_bytes_copied=sum(m.local_bytes_copied for m in moves),
+        gi_operations=sum(m.gi_operations for m in moves),
+        gi_operations_s=sum(m.gi_operations_s for m in moves),
+        total_s=sum(m.total_s for m in moves),
     )
 
 
