@@ -41,7 +41,7 @@ from origamig.sim.scenario import SimConfig, build_pms
 from origamig.sim.workload import HOUR
 from origamig.solver_registry import backend_names
 from origamig.study.aggregate import mean_ci
-from origamig.study.runner import RunSpec, run_all
+from origamig.study.runner import FailedRun, RunSpec, run_all
 
 # Bumped whenever a code change alters what a sweep computes, so that stored results of the earlier
 # code are refused on a rerun instead of being mixed with new runs (a cell key fingerprints the
@@ -161,6 +161,7 @@ class Sweep:
     cells: list[Cell]
     runs: list[dict[str, Any]] = field(default_factory=list)
     wall_s: float = 0.0
+    failed: list[dict[str, Any]] = field(default_factory=list)  # cells whose run raised (a rerun retries)
 
     def metric(self, row: str, col: str, name: str) -> dict[str, Any]:
         """Mean, 95% CI half-width, n and values of `name` over the seeds of (row, col)."""
@@ -279,7 +280,15 @@ def run(
 
         def done(i: int, result: Any) -> None:
             cell = todo[order[i]]
-            sweep.runs.append(_record(cell, result))
+            if isinstance(result, FailedRun):
+                sweep.failed.append({"cell": cell.key, "error": result.error})
+                line = f"{name}: {cell.row} {cell.col} seed {cell.seed} failed: {result.error}"
+                if bar is not None:
+                    bar.console.print(line, markup=False, highlight=False, soft_wrap=True)
+                else:
+                    print(line)
+            else:
+                sweep.runs.append(_record(cell, result))
             sweep.wall_s = stored_wall_s + (time.perf_counter() - t0)  # kept current for partial files
             if out_dir is not None:
                 write_partial(sweep, out_dir)
@@ -287,6 +296,8 @@ def run(
                 bar.update(task, advance=1, description=f"{name}: {cell.row} {cell.col} seed {cell.seed}")
 
         run_all(specs, workers=workers, scheduler=scheduler, done=done)
+    if sweep.failed:
+        print(f"{name}: {len(sweep.failed)} cells failed (stored as failed); rerun the command to retry them")
     sweep.wall_s = stored_wall_s + (time.perf_counter() - t0)
     position = {c.key: n for n, c in enumerate(sweep.cells)}
     sweep.runs.sort(key=lambda r: position.get(r["cell"], len(position)))
@@ -506,6 +517,7 @@ def write_json(sweep: Sweep, extra: dict[str, Any], out_dir: Path = RESULTS) -> 
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         "wall_s": round(sweep.wall_s, 1),
         "runs": sweep.runs,
+        **({"failed": sweep.failed} if sweep.failed else {}),
         "summary": summary(sweep),
         **extra,
     }
@@ -522,6 +534,7 @@ def write_partial(sweep: Sweep, out_dir: Path = RESULTS) -> Path:
         "partial": True,
         "wall_s": round(sweep.wall_s, 1),
         "runs": sweep.runs,
+        **({"failed": sweep.failed} if sweep.failed else {}),
     }
     return _write(results_path(sweep.name, sweep.scale, out_dir), doc)
 

@@ -22,7 +22,7 @@ from origamig.sim.scenario import VARIANTS, SimConfig, validate
 from origamig.snapshot.document import write_json_atomic
 from origamig.solver_registry import DEFAULT_BACKEND, backend_names
 from origamig.study.results import document
-from origamig.study.runner import RunSpec, kept_result, kept_run_path, run_all
+from origamig.study.runner import FailedRun, RunSpec, kept_result, kept_run_path, run_all
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -260,7 +260,8 @@ def simulate(
         kept = sum(kept_result(kept_run_path(checkpoint_dir, s, ".json")) is not None for s in specs)
         if kept:
             Console(stderr=True).print(f"{kept} of {len(specs)} runs already finished in {checkpoint_dir}")
-    results = _run_with_progress(specs, workers, scheduler, quiet=as_json, keep_dir=checkpoint_dir)
+    outcomes = _run_with_progress(specs, workers, scheduler, quiet=as_json, keep_dir=checkpoint_dir)
+    results = [r for r in outcomes if not isinstance(r, FailedRun)]
     doc = document(results, baseline)
     if out:
         write_json_atomic(out, doc, indent=1)
@@ -271,6 +272,10 @@ def simulate(
         console.print(summary_table(doc))
         if out:
             console.print(f"results written to {out}")
+    if len(results) < len(outcomes):
+        failed = len(outcomes) - len(results)
+        print(f"{failed} of {len(outcomes)} runs failed (the lines above say why)", file=sys.stderr)
+        raise typer.Exit(1)
 
 
 def data_center(pms: int | None, fleet: Path | None, start: Path | None) -> dict[str, Any]:
@@ -320,6 +325,9 @@ def _run_with_progress(
             return update
 
         def done(i: int, result: Any) -> None:
+            if isinstance(result, FailedRun):
+                console.print(f"run {result.describe()}", markup=False, highlight=False, soft_wrap=True)
+                return
             state["events"] += result.events
             state["calls"] += result.calls
             state["done_h"] += specs[i].config.horizon_s / 3600
