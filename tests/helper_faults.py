@@ -1,16 +1,19 @@
-"""Hints that misbehave in the solver's helper process (bilp/backends/deadline.py), for the tests.
+"""Faults in the solver's helper process (bilp/backends/deadline.py), and a way around it, for tests.
 
 A solve sends its hint to the helper pickled; these arrays unpickle there as a fault instead: one
 that never answers, one that ends the process. In the calling process they are ordinary arrays
-(the start the answer falls back to).
+(the start the answer falls back to). A test that stands in a solver of its own keeps the solve in
+its process (`solve_in_this_process`).
 """
 
 from __future__ import annotations
 
 import os
 import time
+from typing import Any
 
 import numpy as np
+import pytest
 
 
 class StallsInTheHelper(np.ndarray):
@@ -25,3 +28,14 @@ class KillsTheHelper(np.ndarray):
 
     def __reduce__(self):
         return (os._exit, (3,))
+
+
+def solve_in_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep every solve in the calling process, so that a patched `solve_in_process` (a stand-in
+    solver) is the one that runs; the helper process would run the real one."""
+    from origamig.bilp.backends import base, deadline
+
+    def here(name: str, compiled: Any, hint: np.ndarray, limits: Any, started: float) -> base.SolveResult:
+        return base.errors_as_result(base.get_backend(name), compiled, hint, limits)
+
+    monkeypatch.setattr(deadline, "solve_in_child", here)

@@ -10,8 +10,9 @@ start, with `guard = GUARD_KILLED`.
 The helper (`solver_host.py`) is long-lived: a process starts one the first time it solves and
 sends it every later solve (the standard form without its Pyomo columns, pickled over a pipe, and
 the `SolveResult` back), so no call pays a process start; only a helper ended at a deadline is
-replaced, on the next call (the time a new helper takes to start is not counted in the solve's
-limit). Concurrent callers (threads) each take their own idle helper. Helpers
+replaced, on the next call (the time a new helper takes to start and import its solver is not
+counted in the solve's limit). A helper serves one solver; concurrent callers (threads) each take
+their own idle helper. Helpers
 are started with `subprocess`, not `multiprocessing`, so that they work inside daemonic processes
 too (a Dask nanny's workers, which may not have `multiprocessing` children). A helper gets the
 remaining time as its own limit, less a margin to send its answer back, so the kill is for the
@@ -54,6 +55,7 @@ HOST_MODULE = "origamig.bilp.backends.solver_host"
 class _Host:
     """One helper process and the two ends of its pipes held by the caller."""
 
+    backend_name: str  # the solver it imported before it said it was ready, and serves
     process: subprocess.Popen[bytes]
     send: Connection
     receive: Connection
@@ -85,11 +87,13 @@ class _Hosts:
 
     def take(self, backend_name: str) -> _Host:
         with self.lock:
-            while self.idle:
-                host = self.idle.pop()
-                if host.process.poll() is None:
-                    return host
-                host.close()
+            for host in reversed(self.idle):
+                if host.backend_name == backend_name:
+                    self.idle.remove(host)
+                    if host.process.poll() is None:
+                        return host
+                    host.close()
+                    break
         return _start_host(backend_name)
 
     def give_back(self, host: _Host) -> None:
@@ -132,7 +136,9 @@ def _start_host(backend_name: str) -> _Host:
     finally:
         os.close(to_host)
         os.close(from_host)
-    host = _Host(process, Connection(from_us, readable=False), Connection(to_us, writable=False), 0.0)
+    host = _Host(
+        backend_name, process, Connection(from_us, readable=False), Connection(to_us, writable=False), 0.0
+    )
     try:
         ready = host.receive.poll(START_TIMEOUT_S) and host.receive.recv() == "ready"
     except (EOFError, OSError):
@@ -188,7 +194,7 @@ def solve_in_child(
         _HOSTS.give_back(host)
     else:
         code = host.end()
-    wall = time.perf_counter() - started
+    wall = time.perf_counter() - max(started, host.ready_at)  # the solve's, not the helper's start
     if isinstance(answer, base.SolveResult):
         return dataclasses.replace(answer, wall_s=wall)
     if answer is None:
