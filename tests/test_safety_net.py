@@ -112,6 +112,16 @@ def test_calls_share_one_long_lived_helper_process() -> None:
     assert deadline.helper_pids() == helpers and os.getpid() not in helpers
 
 
+def test_a_prepared_helper_is_the_one_the_next_solve_takes() -> None:
+    """`prepare` starts the helper while the caller builds its model; the solve then finds it."""
+    limits = make_limits("cpsat", deterministic=True, work_limit=0.5)
+    deadline.prepare("cpsat", limits)
+    prepared = deadline.helper_pids()
+    compiled = _compiled(3, n_pms=4)
+    get_backend("cpsat").solve(compiled, compiled.hint, limits)
+    assert deadline.helper_pids() == prepared
+
+
 def _solve_in_a_daemon(name: str, answers: multiprocessing.queues.Queue) -> None:
     compiled = _compiled(3, n_pms=4)
     limits = make_limits(name, deterministic=True, work_limit=10)

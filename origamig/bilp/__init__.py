@@ -14,6 +14,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from origamig.bilp.backends import deadline
 from origamig.bilp.backends.base import Limits, SolveResult, available, get_backend
 from origamig.bilp.compile import Compiled, compile_model, decode
 from origamig.bilp.model import BilpModel, build_model
@@ -70,6 +71,7 @@ def solve_region(
 ) -> RegionSolution:
     """Optimize the region from its current placement (pending VMs rejected) as the start."""
     backend = get_backend(solver)
+    deadline.prepare(solver, limits)  # a new solver helper starts while the model is built
     t0 = time.perf_counter()
     region = restrict(dc, region_pms, pending)
     model = build_model(region, weights)

@@ -11,7 +11,8 @@ The helper (`solver_host.py`) is long-lived: a process starts one the first time
 sends it every later solve (the standard form without its Pyomo columns, pickled over a pipe, and
 the `SolveResult` back), so no call pays a process start; only a helper ended at a deadline is
 replaced, on the next call (the time a new helper takes to start and import its solver is not
-counted in the solve's limit). A helper serves one solver; concurrent callers (threads) each take
+counted in the solve's limit; `prepare` starts it while the caller builds its model). A helper
+serves one solver; concurrent callers (threads) each take
 their own idle helper. Helpers
 are started with `subprocess`, not `multiprocessing`, so that they work inside daemonic processes
 too (a Dask nanny's workers, which may not have `multiprocessing` children). A helper gets the
@@ -59,7 +60,7 @@ class _Host:
     process: subprocess.Popen[bytes]
     send: Connection
     receive: Connection
-    ready_at: float  # perf_counter when it had imported the solver and said so
+    ready_at: float | None = None  # perf_counter when it had imported the solver and said so
 
     def close(self) -> None:
         """Close the pipes (an idle helper then exits by itself)."""
@@ -86,15 +87,31 @@ class _Hosts:
         self.lock = threading.Lock()
 
     def take(self, backend_name: str) -> _Host:
+        """An idle (or starting) helper of `backend_name`, else a new one; ready to solve."""
         with self.lock:
-            for host in reversed(self.idle):
-                if host.backend_name == backend_name:
-                    self.idle.remove(host)
-                    if host.process.poll() is None:
-                        return host
-                    host.close()
-                    break
-        return _start_host(backend_name)
+            host = self._pop(backend_name)
+        if host is None or host.process.poll() is not None:
+            if host is not None:
+                host.close()
+            host = _start_host(backend_name)
+        if host.ready_at is None:
+            _await_ready(host)
+        return host
+
+    def prepare(self, backend_name: str) -> None:
+        """Start a helper of `backend_name` without waiting for it, unless one is idle or starting."""
+        with self.lock:
+            if any(host.backend_name == backend_name for host in self.idle):
+                return
+        host = _start_host(backend_name)
+        self.give_back(host)
+
+    def _pop(self, backend_name: str) -> _Host | None:
+        for host in reversed(self.idle):
+            if host.backend_name == backend_name:
+                self.idle.remove(host)
+                return host
+        return None
 
     def give_back(self, host: _Host) -> None:
         with self.lock:
@@ -113,9 +130,19 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_HOSTS.forget)
 
 
+def prepare(backend_name: str, limits: base.Limits) -> None:
+    """Start this process's helper for `backend_name` now if a solve within `limits` will need one
+    and none is running, so that it imports its solver while the caller builds the model."""
+    if limits.kill_after_s is not None and limits.kill_at_deadline and os.name == "posix":
+        try:
+            _HOSTS.prepare(backend_name)
+        except OSError:  # the solve itself reports it
+            return
+
+
 def _start_host(backend_name: str) -> _Host:
-    """A new helper process running this very package (its folder first on the helper's path), once
-    it has imported `backend_name`'s solver; `OSError` if it does not get that far."""
+    """A new helper process running this very package (its folder first on the helper's path); it
+    says "ready" once it has imported `backend_name`'s solver (`_await_ready`)."""
     package_parent = str(Path(__file__).resolve().parents[3])
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
@@ -136,9 +163,12 @@ def _start_host(backend_name: str) -> _Host:
     finally:
         os.close(to_host)
         os.close(from_host)
-    host = _Host(
-        backend_name, process, Connection(from_us, readable=False), Connection(to_us, writable=False), 0.0
-    )
+    send, receive = Connection(from_us, readable=False), Connection(to_us, writable=False)
+    return _Host(backend_name, process, send, receive)
+
+
+def _await_ready(host: _Host) -> None:
+    """Wait until `host` says it is ready; `OSError` (and the helper ended) if it does not."""
     try:
         ready = host.receive.poll(START_TIMEOUT_S) and host.receive.recv() == "ready"
     except (EOFError, OSError):
@@ -147,7 +177,6 @@ def _start_host(backend_name: str) -> _Host:
         code = host.end()
         raise OSError(f"the solver process did not start (exit status {code})")
     host.ready_at = time.perf_counter()
-    return host
 
 
 def helper_pids() -> list[int]:
@@ -180,7 +209,8 @@ def solve_in_child(
     except OSError as exc:
         wall = time.perf_counter() - started
         return base.start_result(backend_name, compiled, hint, base.ERROR, wall, "", f"solver failed: {exc}")
-    deadline = max(started, host.ready_at) + limit  # a helper's start is not the solve's time
+    ready_at = host.ready_at or started
+    deadline = max(started, ready_at) + limit  # a helper's start is not the solve's time
     epoch_deadline = time.time() + (deadline - time.perf_counter())
     try:
         host.send.send((*request, epoch_deadline))
@@ -194,7 +224,7 @@ def solve_in_child(
         _HOSTS.give_back(host)
     else:
         code = host.end()
-    wall = time.perf_counter() - max(started, host.ready_at)  # the solve's, not the helper's start
+    wall = time.perf_counter() - max(started, ready_at)  # the solve's, not the helper's start
     if isinstance(answer, base.SolveResult):
         return dataclasses.replace(answer, wall_s=wall)
     if answer is None:

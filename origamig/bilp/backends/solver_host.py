@@ -56,13 +56,12 @@ def serve(parent: int, backend_name: str) -> None:
     import origamig.bilp.compile  # noqa: F401  (what a request unpickles into)
 
     base.get_backend(backend_name).available()  # imports the vendor package
-    send.send("ready")
-    while True:
-        try:
-            request = receive.recv()
-        except EOFError:
-            return
-        send.send(answer(request))
+    try:
+        send.send("ready")
+        while True:
+            send.send(answer(receive.recv()))
+    except (EOFError, BrokenPipeError):  # the caller closed the pipes or exited
+        return
 
 
 if __name__ == "__main__":
