@@ -180,9 +180,9 @@ def _await_ready(host: _Host) -> None:
 
 
 def helper_pids() -> list[int]:
-    """The process ids of this process's idle helpers (for tests and diagnostics)."""
+    """The process ids of this process's idle helpers, ascending (for tests and diagnostics)."""
     with _HOSTS.lock:
-        return [host.process.pid for host in _HOSTS.idle]
+        return sorted(host.process.pid for host in _HOSTS.idle)
 
 
 def _portable(compiled: Compiled) -> Compiled:
