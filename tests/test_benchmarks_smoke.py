@@ -234,43 +234,6 @@ def test_runs_of_other_code_are_adopted_only_when_they_recompute_identically(tmp
     assert [r["wall_s"] for r in again.runs] == [r["wall_s"] for r in made["runs"]]  # none rerun
 
 
-@dataclasses.dataclass(frozen=True)
-class _Failed:
-    """The shape of the runner's record of a run that raised: the spec and the error."""
-
-    spec: object
-    error: str
-
-
-def test_a_failed_cell_is_stored_and_reported_and_the_others_go_on(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    scale = dataclasses.replace(SMOKE, seeds=(1, 2))
-    cells = loads.cells(scale, (0.75,), ("ff",))
-    real_run_all = engine.run_all
-
-    def second_fails(specs, done=None, **kw):
-        results = real_run_all(specs[:1], done=done, **kw)
-        failed = _Failed(specs[1], "ValueError: boom")
-        done(1, failed)
-        return [*results, failed]
-
-    monkeypatch.setattr(engine, "run_all", second_fails)
-    sw = sweep.run("loads", scale, cells, 1, None, False, tmp_path)
-    assert [r["seed"] for r in sw.runs] == [1] and [f["seed"] for f in sw.failed] == [2]
-    assert "1 cells failed" in capsys.readouterr().out
-    stored = json.loads(sweep.results_path("loads", scale, tmp_path).read_text())
-    assert [f["error"] for f in stored["failed"]] == ["ValueError: boom"]
-    assert [r["seed"] for r in stored["runs"]] == [1]
-    sweep.list_cells("loads", scale, cells, tmp_path)
-    assert "failed: ValueError: boom" in capsys.readouterr().out
-    # A rerun tries the failed cell again; once it finishes, it is no longer listed as failed.
-    monkeypatch.setattr(engine, "run_all", real_run_all)
-    sweep.run("loads", scale, cells, 1, None, False, tmp_path)
-    stored = json.loads(sweep.results_path("loads", scale, tmp_path).read_text())
-    assert [r["seed"] for r in stored["runs"]] == [1, 2] and "failed" not in stored
-
-
 def test_two_commands_sharing_a_results_file_keep_each_others_cells(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from origamig.cli.report import scale_text
 from origamig.study.progress import Job, RunsProgress
+from origamig.study.runner import FailedRun
 from origamig.study.sweep import code_id
 from tests.cli_helpers import run_main
 
@@ -94,13 +95,10 @@ def test_progress_in_a_log_is_a_plain_line_per_finished_run() -> None:
     class Done:
         wall_s, events = 2.5, 100
 
-    class Failed:
-        error = "ValueError: boom"
-
     log = io.StringIO()
     with RunsProgress("t", [Job("ff seed 1", 7200.0), Job("tc seed 1", 7200.0)], stream=log) as shown:
         shown.finished(0, Done())
-        shown.finished(1, Failed())
+        shown.finished(1, FailedRun("tc", 1, {"load": 0.85}, "ValueError: boom"))
     lines = log.getvalue().splitlines()
     assert lines[0].startswith("[1/2] ff seed 1: 2 sim h in 2.5 s; ") and "left" in lines[0]
     assert lines[1].startswith("[2/2] tc seed 1: FAILED: ValueError: boom")

@@ -109,8 +109,8 @@ def test_runs_kept_in_a_folder_resume_after_a_kill_and_finished_ones_are_not_run
             raise Stopped
 
     monkeypatch.setattr(engine.Simulation, "save", save_then_stop)
-    with pytest.raises(Stopped):
-        runner.run_all(specs, keep_dir=tmp_path)
+    with pytest.raises(Stopped):  # as a kill would: the call ends (a failed run would not end it)
+        runner.run_all(specs, keep_dir=tmp_path, keep_going=False)
     monkeypatch.setattr(engine.Simulation, "save", real_save)
     files = sorted(p.name for p in tmp_path.iterdir())
     assert [n.rsplit("-", 1)[0] for n in files] == ["ff-load1-seed3", "tc-load1-seed3"]

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from cli_helpers import run_main
+from helper_faults import solve_in_this_process
 from solve_schema import solve_document_validator
 
 import origamig.call.solve as snapshot_solve
@@ -61,6 +62,7 @@ def timed_out(monkeypatch: pytest.MonkeyPatch) -> None:
         )
 
     monkeypatch.setattr(highs.HighsBackend, "solve_in_process", stop)
+    solve_in_this_process(monkeypatch)
 
 
 @pytest.mark.usefixtures("timed_out")
@@ -105,6 +107,7 @@ def test_a_solver_error_is_solver_error_exit_4_with_its_reason(monkeypatch, solv
         raise OverflowError("a value the solver cannot represent")
 
     monkeypatch.setattr(type(get_backend(solver)), "solve_in_process", fails)
+    solve_in_this_process(monkeypatch)
     code, out, _ = solve(FIG1C, "--neighborhood", "all", "--solver", solver)
     assert code == 4 and out["status"] == "solver_error"
     assert out["solver"]["termination"] == "error"

@@ -14,6 +14,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from origamig.bilp.backends import deadline
 from origamig.bilp.backends.base import Limits, SolveResult, available, get_backend
 from origamig.bilp.bound import NoChangeProof, no_change_proof
 from origamig.bilp.compile import Compiled, compile_model, decode
@@ -82,6 +83,7 @@ def solve_region(
     with termination `bound` and no MIP solved. `no_goods` exclude earlier targets whose moves had
     no valid order (`nogood.py`)."""
     backend = get_backend(solver)
+    deadline.prepare(solver, limits)  # a new solver helper starts while the model is built
     t0 = time.perf_counter()
     region = restrict(dc, region_pms, pending)
     model = build_model(region, weights, unpruned=touched_gpus(no_goods))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,7 +20,7 @@ from origamig.snapshot.document import write_json_atomic
 from origamig.solver_registry import DEFAULT_BACKEND, backend_names
 from origamig.study.progress import Job, RunsProgress
 from origamig.study.results import document
-from origamig.study.runner import RunSpec, kept_result, kept_run_path, run_all
+from origamig.study.runner import FailedRun, RunSpec, kept_result, kept_run_path, run_all
 from origamig.study.seeds import parse_seeds
 from origamig.study.spread import SPREAD_NOTE, spread_text
 
@@ -246,7 +247,8 @@ def simulate(
             operator_console(stderr=True).print(
                 f"{kept} of {len(specs)} runs already finished in {checkpoint_dir}"
             )
-    results = _run_with_progress(specs, workers, scheduler, quiet=as_json, keep_dir=checkpoint_dir)
+    outcomes = _run_with_progress(specs, workers, scheduler, quiet=as_json, keep_dir=checkpoint_dir)
+    results = [r for r in outcomes if not isinstance(r, FailedRun)]
     doc = document(results, baseline)
     if out:
         write_json_atomic(out, doc, indent=1)
@@ -257,6 +259,17 @@ def simulate(
         console.print(summary_table(doc))
         if out:
             console.print(f"results written to {out}")
+    if len(results) < len(outcomes):
+        failed = [r for r in outcomes if isinstance(r, FailedRun)]
+        print(
+            f"{len(failed)} of {len(outcomes)} runs failed"
+            + ("" if as_json else " (the lines above say why)"),
+            file=sys.stderr,
+        )
+        if as_json:  # no progress lines were shown: say why here
+            for run in failed:
+                print(f"run {run.describe()}", file=sys.stderr)
+        raise typer.Exit(1)
 
 
 def data_center(pms: int | None, fleet: Path | None, start: Path | None) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 from origamig.sim.engine import Progress
 from origamig.sim.workload import HOUR
+from origamig.study.runner import FailedRun
 
 
 @dataclass(frozen=True)
@@ -27,9 +28,8 @@ class Job:
 
 
 def failure_of(result: Any) -> str | None:
-    """The error of a run that raised (the runner's failed-run record carries `error`), else None."""
-    error = getattr(result, "error", None)
-    return error if isinstance(error, str) and not hasattr(result, "metrics") else None
+    """The error of a run that raised (the runner's `FailedRun`), else None."""
+    return result.error if isinstance(result, FailedRun) else None
 
 
 class RunsProgress:

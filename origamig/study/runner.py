@@ -3,6 +3,8 @@
 Every run is a picklable `RunSpec` executed by `run_one`, so any `concurrent.futures` executor can
 carry it: `ProcessPoolExecutor` (`--workers N`) or a dask.distributed `Client.get_executor()`
 (`--scheduler tcp://HOST:PORT`). Results come back in spec order whatever the executor.
+A run that raises (or whose worker dies) does not end the others: it comes back as a `FailedRun`
+in place of its result, with the error on one line.
 `run_tasks` is the same machinery for any picklable task (the benchmarks' harness uses it).
 """
 
@@ -12,6 +14,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from origamig.bilp.backends.base import one_line
 from origamig.call.neighborhood import derived_bounds
 from origamig.cluster.catalog import default_catalog, models_dir
 from origamig.errors import UserError, require_extra
@@ -61,6 +65,33 @@ def source_fingerprint() -> str:
             digest.update(str(path.relative_to(base)).encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class FailedRun:
+    """A run that raised instead of finishing, returned in place of its `RunResult`: which run, and
+    the error as one line (`error`) and in full (`traceback`, the worker's frames when known)."""
+
+    policy: str
+    seed: int
+    config: dict[str, Any]
+    error: str
+    traceback: str = ""
+
+    def describe(self) -> str:
+        """One line for a report: `<policy> load <ρ> seed <seed> failed: <error>`."""
+        return f"{self.policy} load {self.config.get('load')} seed {self.seed} failed: {self.error}"
+
+
+def failed_run(spec: RunSpec, exc: BaseException) -> FailedRun:
+    """The `FailedRun` of `spec` ended by `exc`."""
+    return FailedRun(
+        policy=spec.policy,
+        seed=spec.seed,
+        config=config_dict(spec.config),
+        error=one_line(f"{exc.__class__.__name__}: {exc}"),
+        traceback="".join(traceback.format_exception(exc)),
+    )
 
 
 def make_run_policy(name: str, config: SimConfig, seed: int) -> policy_base.Policy:
@@ -128,8 +159,9 @@ def config_dict(config: SimConfig) -> dict[str, Any]:
     return out
 
 
-Done = Callable[[int, RunResult], None]  # (index in specs, result)
+Done = Callable[[int, RunResult | FailedRun], None]  # (index in specs, result)
 R = TypeVar("R")
+F = TypeVar("F")
 
 
 def run_all(
@@ -139,12 +171,16 @@ def run_all(
     progress: Callable[[int], Progress] | None = None,
     done: Done | None = None,
     keep_dir: Path | None = None,
-) -> list[RunResult]:
+    keep_going: bool = True,
+) -> list[RunResult | FailedRun]:
     """Run every spec; `progress(i)` gives a live callback for in-process runs, `done` fires per run.
 
+    A run that raises gives a `FailedRun` in its place and the others go on (`keep_going=False`:
+    its exception ends the call instead).
     With `keep_dir`, every run checkpoints itself there and writes its result there as soon as it
     ends; a later call with the same specs (and the same code) takes the finished runs from there,
-    resumes the interrupted ones and runs only the rest (`kept_run_path`)."""
+    resumes the interrupted ones (a failed one from its last checkpoint) and runs only the rest
+    (`kept_run_path`)."""
     for config in {s.config for s in specs}:
         validate(config)
     for name in sorted({s.policy for s in specs}):
@@ -157,9 +193,12 @@ def run_all(
     live = progress if scheduler is None and workers <= 1 else None
     if keep_dir is None:
         tasks = [functools.partial(run_one, s, live(i) if live else None) for i, s in enumerate(specs)]
-        return run_tasks(tasks, workers, scheduler, done)
+        failed = (lambda i, exc: failed_run(specs[i], exc)) if keep_going else None
+        return run_tasks(tasks, workers, scheduler, done, failed)
     _make_keep_dir(keep_dir)
-    results: list[RunResult | None] = [kept_result(kept_run_path(keep_dir, s, ".json")) for s in specs]
+    results: list[RunResult | FailedRun | None] = [
+        kept_result(kept_run_path(keep_dir, s, ".json")) for s in specs
+    ]
     todo = [i for i, r in enumerate(results) if r is None]
     for i, result in enumerate(results):
         if result is not None and done:
@@ -173,14 +212,15 @@ def run_all(
         for i in todo
     ]
 
-    def finished(k: int, result: RunResult) -> None:
-        write_json_atomic(
-            kept_run_path(keep_dir, specs[todo[k]], ".json"), dataclasses.asdict(result), indent=1
-        )
+    def finished(k: int, result: RunResult | FailedRun) -> None:
+        if isinstance(result, RunResult):  # a failed run keeps only its checkpoint: a rerun retries it
+            path = kept_run_path(keep_dir, specs[todo[k]], ".json")
+            write_json_atomic(path, dataclasses.asdict(result), indent=1)
         if done:
             done(todo[k], result)
 
-    for k, result in enumerate(run_tasks(tasks, workers, scheduler, finished)):
+    failed = (lambda k, exc: failed_run(specs[todo[k]], exc)) if keep_going else None
+    for k, result in enumerate(run_tasks(tasks, workers, scheduler, finished, failed)):
         results[todo[k]] = result
     return [r for r in results if r is not None]
 
@@ -215,27 +255,36 @@ def run_tasks(
     tasks: Sequence[Callable[[], R]],
     workers: int = 1,
     scheduler: str | None = None,
-    done: Callable[[int, R], None] | None = None,
-) -> list[R]:
+    done: Callable[[int, Any], None] | None = None,
+    failed: Callable[[int, Exception], F] | None = None,
+) -> list[R | F]:
     """Run zero-argument tasks in this process, on `workers` processes, or on a Dask `scheduler`.
 
     Results come back in task order whatever the executor; `done(i, result)` fires as each task
-    finishes. For processes and Dask a task must be picklable: a `functools.partial` of a
-    module-level function with picklable arguments."""
+    finishes. A task that raises (or whose process dies) ends the call, unless `failed` is given:
+    then `failed(i, exception)` stands in for its result and the other tasks go on. For processes
+    and Dask a task must be picklable: a `functools.partial` of a module-level function with
+    picklable arguments."""
     results: list[Any] = [None] * len(tasks)
+
+    def finish(i: int, outcome: Callable[[], R]) -> None:
+        try:
+            results[i] = outcome()
+        except Exception as exc:
+            if failed is None:
+                raise
+            results[i] = failed(i, exc)
+        if done:
+            done(i, results[i])
+
     if scheduler is None and workers <= 1:
         for i, task in enumerate(tasks):
-            results[i] = task()
-            if done:
-                done(i, results[i])
+            finish(i, task)
         return results
     with _executor(workers, scheduler) as pool:
         futures: dict[Future[R], int] = {pool.submit(task): i for i, task in enumerate(tasks)}
         for fut in as_completed(futures):
-            i = futures[fut]
-            results[i] = fut.result()
-            if done:
-                done(i, results[i])
+            finish(futures[fut], fut.result)
     return results
 
 

@@ -353,4 +353,6 @@ def run_policy(
         policy_options=tuple(sorted(options.items())),
         **hardware,
     )
-    return run_all([RunSpec(config, policy, seed)])[0]
+    result = run_all([RunSpec(config, policy, seed)], keep_going=False)[0]
+    assert isinstance(result, RunResult)  # a run that raises raised here
+    return result

@@ -69,7 +69,7 @@ SOLUTION_FEASIBLE = SolutionStatus.FEASIBLE
 SOLUTION_NONE = SolutionStatus.NONE
 # A deterministic solve has no wall-clock limit, yet a solver phase that consults neither the work
 # budget nor an interrupt can run without end: HiGHS 1.16's MIP presolve, after a restart, sat over
-# 40 minutes in one 16-PM call that ends in 21 s with restarts off. Such a solve runs in a child
+# 40 minutes in one 16-PM call that ends in 21 s with restarts off. Such a solve runs in a helper
 # process that is ended after this long (the answer is then the start: nothing moves). A run in which
 # no call reaches the net gives exactly the results it gave before the net existed.
 SAFETY_NET_S = 300.0
@@ -85,7 +85,7 @@ class Limits:
     deterministic: bool = False
     work_limit: float | None = None
     gap: float = 0.0  # relative gap at which to stop (0: prove optimal)
-    # With a wall-clock limit, solve in a child process that is ended at the deadline (deadline.py):
+    # With a wall-clock limit, solve in a helper process that is ended at the deadline (deadline.py):
     # the only way to hold the limit through solver phases that check no clock or interrupt.
     kill_at_deadline: bool = True
     # Deterministic solves only: the wall-clock time after which the solve's process is ended.
@@ -127,7 +127,7 @@ class SolveResult:
     work: float = 0.0  # deterministic work spent: CP-SAT deterministic s; HiGHS 1000s of simplex iterations
     x: np.ndarray | None = field(default=None, repr=False)
     # How the wall-clock limit was enforced: "" (the solver stopped by itself), GUARD_CANCEL (the
-    # in-process guard interrupted it) or GUARD_KILLED (its child process was ended at the deadline).
+    # in-process guard interrupted it) or GUARD_KILLED (its helper process was ended at the deadline).
     guard: Guard = Guard.NONE
     reason: str = ""  # why, for ERROR (the solver's status or exception) and GUARD_KILLED
 
@@ -203,7 +203,7 @@ class Backend(Protocol):
     def solve(self, compiled: Compiled, hint: np.ndarray, limits: Limits) -> SolveResult: ...
 
     def solve_in_process(self, compiled: Compiled, hint: np.ndarray, limits: Limits) -> SolveResult:
-        """Solve in this process (what `solve` runs, or runs in a child process at a deadline)."""
+        """The solve in the calling process (`solve` sends it to a helper process when limited)."""
         ...
 
 

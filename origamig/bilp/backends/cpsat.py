@@ -10,7 +10,7 @@ stops on `max_deterministic_time` (`Limits.work_limit`, CP-SAT's deterministic s
 also the reported work units).
 A wall-clock guard calls `stop_search` if the time limit passes (CP-SAT normally stops by itself);
 presolve and symmetry detection are skipped when they would take most of the time, and a solve with
-a wall-clock limit runs in a child process that is ended at the deadline (`deadline.py`).
+a wall-clock limit runs in a helper process that is ended at the deadline (`deadline.py`).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ class CpSatBackend:
         return None
 
     def solve(self, compiled: Compiled, hint: np.ndarray, limits: base.Limits) -> base.SolveResult:
-        """Solve within `limits`; with a wall-clock limit in a child process ended at the deadline."""
+        """Solve within `limits`; with a wall-clock limit in a helper process ended at the deadline."""
         if limits.kill_after_s is not None and limits.kill_at_deadline:
             return deadline.solve_in_child(self.name, compiled, hint, limits, time.perf_counter())
         return base.errors_as_result(self, compiled, hint, limits)

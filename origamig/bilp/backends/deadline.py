@@ -1,34 +1,42 @@
-"""The last resort of a wall-clock limit: solve in a child process and end it at the deadline.
+"""The last resort of a wall-clock limit: solve in a helper process and end it at the deadline.
 
 In the solver's own process a limit is held by the solver's time limit and by a guard that cancels
 it through its interrupt callbacks. Neither reaches every phase: HiGHS checks no clock and calls no
 callback inside parts of MIP presolve, probing and the root set-up, which on a model of 170k columns
-under load ran for minutes past a 10 s limit. So a solve with a wall-clock limit runs in a child
-process, and the parent ends the child at the deadline; the answer is then the always-feasible
+under load ran for minutes past a 10 s limit. So a solve with a wall-clock limit runs in a helper
+process, and the caller ends that process at the deadline; the answer is then the always-feasible
 start, with `guard = GUARD_KILLED`.
 
-On Linux the child is forked: it starts in about a millisecond with the model already in memory
-(nothing is copied or pickled on the way in), and only its `SolveResult` is sent back. A forked
-child has no thread but the one that forked; HiGHS's task scheduler then runs every task on that
-thread, and CP-SAT starts its own workers per solve. Elsewhere the child is spawned (it imports the
-solvers and receives the numeric standard form; slower to start, the same guarantee). The child
-gets the remaining time as its own limit, less a margin to send its answer back, so the kill is for
-the cases where the solver would not have stopped anyway.
+The helper (`solver_host.py`) is long-lived: a process starts one the first time it solves and
+sends it every later solve (the standard form without its Pyomo columns, pickled over a pipe, and
+the `SolveResult` back), so no call pays a process start; only a helper ended at a deadline is
+replaced, on the next call (the time a new helper takes to start and import its solver is not
+counted in the solve's limit; `prepare` starts it while the caller builds its model). A helper
+serves one solver; concurrent callers (threads) each take
+their own idle helper. Helpers
+are started with `subprocess`, not `multiprocessing`, so that they work inside daemonic processes
+too (a Dask nanny's workers, which may not have `multiprocessing` children). A helper gets the
+remaining time as its own limit, less a margin to send its answer back, so the kill is for the
+cases where the solver would not have stopped anyway. It exits when its parent closes the pipe or
+dies. Helpers need POSIX pipes; elsewhere the solve runs in the calling process, its limit held by
+the solver and its guard alone.
 
 A deterministic solve has no wall-clock limit (its result must not depend on the machine's load);
-it runs here too, ended only by the safety net (`Limits.safety_net_s`, minutes), so that a solver
-phase that never ends cannot stall a simulation. Its child gets no time limit of its own.
+it runs in a helper too, ended only by the safety net (`Limits.safety_net_s`, minutes), so that a
+solver phase that never ends cannot stall a simulation. Its helper gets no time limit of its own;
+the helper's solve gives exactly the answer of a solve in the calling process.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import gc
-import multiprocessing
 import os
+import subprocess
 import sys
+import threading
 import time
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -38,19 +46,147 @@ from origamig.bilp.backends import base
 if TYPE_CHECKING:
     from origamig.bilp.compile import Compiled
 
-KILL_GRACE_S = 0.3  # the parent ends the child this long after the deadline if no answer came
-SEND_MARGIN_S = 0.1  # the child stops this long before the deadline, to send its answer in time
-JOIN_WAIT_S = 0.05  # how long the parent waits for an ended child to exit before returning
+KILL_GRACE_S = 0.3  # the caller ends the helper this long after the deadline if no answer came
+EXIT_WAIT_S = 1.0  # how long the caller waits for a helper that failed to exit, to read its status
+START_TIMEOUT_S = 120.0  # how long a new helper may take to import its solver (a loaded machine)
+HOST_MODULE = "origamig.bilp.backends.solver_host"
 
 
-def _mp_context() -> Any:
-    return multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+@dataclasses.dataclass
+class _Host:
+    """One helper process and the two ends of its pipes held by the caller."""
+
+    backend_name: str  # the solver it imported before it said it was ready, and serves
+    process: subprocess.Popen[bytes]
+    send: Connection
+    receive: Connection
+    ready_at: float | None = None  # perf_counter when it had imported the solver and said so
+
+    def close(self) -> None:
+        """Close the pipes (an idle helper then exits by itself)."""
+        self.send.close()
+        self.receive.close()
+
+    def end(self) -> int | None:
+        """Kill the helper (SIGKILL: nothing in it can delay that), close the pipes, return its exit
+        status when it has one (negative: the signal that ended it)."""
+        if self.process.poll() is None:
+            self.process.kill()
+        self.close()
+        try:
+            return self.process.wait(timeout=EXIT_WAIT_S)
+        except subprocess.TimeoutExpired:
+            return None
 
 
-def _for_child(ctx: Any, compiled: Compiled) -> Compiled:
-    """`compiled` as a child gets it: as it is when forked, without its Pyomo columns when pickled."""
-    if ctx.get_start_method() == "fork":
-        return compiled
+class _Hosts:
+    """The idle helpers of this process."""
+
+    def __init__(self) -> None:
+        self.idle: list[_Host] = []
+        self.lock = threading.Lock()
+
+    def take(self, backend_name: str) -> _Host:
+        """An idle (or starting) helper of `backend_name`, else a new one; ready to solve."""
+        with self.lock:
+            host = self._pop(backend_name)
+        if host is None or host.process.poll() is not None:
+            if host is not None:
+                host.close()
+            host = _start_host(backend_name)
+        if host.ready_at is None:
+            _await_ready(host)
+        return host
+
+    def prepare(self, backend_name: str) -> None:
+        """Start a helper of `backend_name` without waiting for it, unless one is idle or starting."""
+        with self.lock:
+            if any(host.backend_name == backend_name for host in self.idle):
+                return
+        host = _start_host(backend_name)
+        self.give_back(host)
+
+    def _pop(self, backend_name: str) -> _Host | None:
+        for host in reversed(self.idle):
+            if host.backend_name == backend_name:
+                self.idle.remove(host)
+                return host
+        return None
+
+    def give_back(self, host: _Host) -> None:
+        with self.lock:
+            self.idle.append(host)
+
+    def forget(self) -> None:
+        """In a forked child: the parent's helpers are not this process's (closes only the copies)."""
+        for host in self.idle:
+            host.close()
+        self.idle = []
+        self.lock = threading.Lock()
+
+
+_HOSTS = _Hosts()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_HOSTS.forget)
+
+
+def prepare(backend_name: str, limits: base.Limits) -> None:
+    """Start this process's helper for `backend_name` now if a solve within `limits` will need one
+    and none is running, so that it imports its solver while the caller builds the model."""
+    if limits.kill_after_s is not None and limits.kill_at_deadline and os.name == "posix":
+        try:
+            _HOSTS.prepare(backend_name)
+        except OSError:  # the solve itself reports it
+            return
+
+
+def _start_host(backend_name: str) -> _Host:
+    """A new helper process running this very package (its folder first on the helper's path); it
+    says "ready" once it has imported `backend_name`'s solver (`_await_ready`)."""
+    package_parent = str(Path(__file__).resolve().parents[3])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
+    to_host, from_us = os.pipe()
+    to_us, from_host = os.pipe()
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", HOST_MODULE, str(os.getpid()), backend_name],
+            stdin=to_host,
+            stdout=from_host,
+            env=env,
+            close_fds=True,
+        )
+    except BaseException:
+        for fd in (from_us, to_us):
+            os.close(fd)
+        raise
+    finally:
+        os.close(to_host)
+        os.close(from_host)
+    send, receive = Connection(from_us, readable=False), Connection(to_us, writable=False)
+    return _Host(backend_name, process, send, receive)
+
+
+def _await_ready(host: _Host) -> None:
+    """Wait until `host` says it is ready; `OSError` (and the helper ended) if it does not."""
+    try:
+        ready = host.receive.poll(START_TIMEOUT_S) and host.receive.recv() == "ready"
+    except (EOFError, OSError):
+        ready = False
+    if not ready:
+        code = host.end()
+        raise OSError(f"the solver process did not start (exit status {code})")
+    host.ready_at = time.perf_counter()
+
+
+def helper_pids() -> list[int]:
+    """The process ids of this process's idle helpers, ascending (for tests and diagnostics)."""
+    with _HOSTS.lock:
+        return sorted(host.process.pid for host in _HOSTS.idle)
+
+
+def _portable(compiled: Compiled) -> Compiled:
+    """`compiled` as a helper gets it: without its Pyomo columns (the solve does not read them)."""
     try:
         return dataclasses.replace(compiled, columns=())
     except TypeError:  # a standard form without Pyomo columns travels as it is
@@ -60,47 +196,35 @@ def _for_child(ctx: Any, compiled: Compiled) -> Compiled:
 def solve_in_child(
     backend_name: str, compiled: Compiled, hint: np.ndarray, limits: base.Limits, started: float
 ) -> base.SolveResult:
-    """Solve in a child process; at `started + limits.kill_after_s` (perf_counter) plus a short
-    grace, end it and answer with the start. A child that dies answers the same way, as an ERROR."""
-    assert limits.kill_after_s is not None
-    collecting = gc.isenabled()
-    gc.disable()  # a full collection over a large Pyomo model in the parent can take seconds
-    try:
-        return _solve_in_child(backend_name, compiled, hint, limits, started)
-    finally:
-        if collecting:
-            gc.enable()
-
-
-def _solve_in_child(
-    backend_name: str, compiled: Compiled, hint: np.ndarray, limits: base.Limits, started: float
-) -> base.SolveResult:
+    """Solve in a helper process; at `started + limits.kill_after_s` (perf_counter) plus a short
+    grace, end it and answer with the start. A helper that dies answers the same way, as an ERROR."""
     limit = limits.kill_after_s
     assert limit is not None
-    deadline = started + limit
-    ctx = _mp_context()
-    receive, send = ctx.Pipe(duplex=False)
-    epoch_deadline = time.time() + (deadline - time.perf_counter())
-    child_limits = dataclasses.replace(limits, kill_at_deadline=False)
-    process = ctx.Process(
-        target=_child,
-        args=(send, backend_name, _for_child(ctx, compiled), hint, child_limits, epoch_deadline),
-        daemon=True,
-    )
+    if os.name != "posix":
+        return base.errors_as_result(base.get_backend(backend_name), compiled, hint, limits)
+    request = (backend_name, _portable(compiled), hint, dataclasses.replace(limits, kill_at_deadline=False))
     answer: Any = None
     try:
-        process.start()
-        send.close()
-        if receive.poll(max(0.0, deadline + KILL_GRACE_S - time.perf_counter())):
-            answer = receive.recv()
-    except (EOFError, OSError) as exc:  # the child died before answering
+        host = _HOSTS.take(backend_name)
+    except OSError as exc:
+        wall = time.perf_counter() - started
+        return base.start_result(backend_name, compiled, hint, base.ERROR, wall, "", f"solver failed: {exc}")
+    ready_at = host.ready_at or started
+    deadline = max(started, ready_at) + limit  # a helper's start is not the solve's time
+    epoch_deadline = time.time() + (deadline - time.perf_counter())
+    try:
+        host.send.send((*request, epoch_deadline))
+        if host.receive.poll(max(0.0, deadline + KILL_GRACE_S - time.perf_counter())):
+            answer = host.receive.recv()
+    except (EOFError, OSError) as exc:  # the helper died before answering
         answer = ("died", f"{exc.__class__.__name__}: {exc}")
-    finally:
-        if process.is_alive():
-            process.kill()  # SIGKILL: nothing in the child can delay it
-        process.join(timeout=JOIN_WAIT_S)  # a large child takes a moment to exit; it is reaped later
-        receive.close()
-    wall = time.perf_counter() - started
+    healthy = isinstance(answer, base.SolveResult) or (isinstance(answer, tuple) and answer[0] == "error")
+    code = None
+    if healthy:
+        _HOSTS.give_back(host)
+    else:
+        code = host.end()
+    wall = time.perf_counter() - max(started, ready_at)  # the solve's, not the helper's start
     if isinstance(answer, base.SolveResult):
         return dataclasses.replace(answer, wall_s=wall)
     if answer is None:
@@ -115,33 +239,8 @@ def _solve_in_child(
             + ("" if limits.wall_limit_s is not None else " (the safety net of a deterministic solve)"),
         )
     _, why = answer if isinstance(answer, tuple) else ("error", repr(answer))
-    process.join(timeout=1.0)  # a child that failed: its exit status tells how
-    code = process.exitcode
     if code is not None and code < 0:
         why = f"{why}; solver process ended by signal {-code}"
+    elif code is not None:
+        why = f"{why}; solver process exited with status {code}"
     return base.start_result(backend_name, compiled, hint, base.ERROR, wall, "", f"solver failed: {why}")
-
-
-def _child(
-    send: Connection,
-    backend_name: str,
-    compiled: Compiled,
-    hint: np.ndarray,
-    limits: base.Limits,
-    epoch_deadline: float,
-) -> None:
-    """In the child: solve within what is left of the time, send the SolveResult (or the error)."""
-    with open(os.devnull, "wb") as null:  # native solver banners must not reach the parent's stdout
-        os.dup2(null.fileno(), 1)
-    remaining = max(0.01, epoch_deadline - time.time() - SEND_MARGIN_S)
-    try:
-        backend = base.get_backend(backend_name)
-        answer: Any = backend.solve_in_process(
-            compiled, hint, dataclasses.replace(limits, time_limit_s=remaining)
-        )
-    except Exception as exc:  # reported to the parent as the solver's error
-        answer = ("error", f"{exc.__class__.__name__}: {exc}")
-    try:
-        send.send(answer)
-    finally:
-        send.close()

@@ -4,7 +4,7 @@ HiGHS does not enforce `time_limit` inside MIP presolve, so the solve runs in hi
 thread and a wall-clock guard cancels it (`HandleUserInterrupt`, `startSolve`, `wait`,
 `cancelSolve`) when the limit passes; the incumbent — at least the start — is kept. Some phases
 (presolve, probing, symmetry detection) see neither clock nor interrupt: they are skipped when they
-would take most of the time, and a solve with a wall-clock limit runs in a child process that is
+would take most of the time, and a solve with a wall-clock limit runs in a helper process that is
 ended at the deadline (`deadline.py`).
 Work reported: thousands of simplex iterations (deterministic on one thread and, unlike nodes,
 roughly proportional to time). HiGHS has no iteration budget for a MIP, and highspy 1.16's MIP
@@ -64,7 +64,7 @@ class HighsBackend:
         return None
 
     def solve(self, compiled: Compiled, hint: np.ndarray, limits: base.Limits) -> base.SolveResult:
-        """Solve within `limits`; with a wall-clock limit in a child process ended at the deadline."""
+        """Solve within `limits`; with a wall-clock limit in a helper process ended at the deadline."""
         if limits.kill_after_s is not None and limits.kill_at_deadline:
             return deadline.solve_in_child(self.name, compiled, hint, limits, time.perf_counter())
         return base.errors_as_result(self, compiled, hint, limits)

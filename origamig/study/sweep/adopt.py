@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from origamig.errors import UserError
-from origamig.study.progress import Job, RunsProgress, failure_of
-from origamig.study.runner import run_all
+from origamig.study.progress import Job, RunsProgress
+from origamig.study.runner import FailedRun, run_all
 from origamig.study.sweep.cells import cells_of
 from origamig.study.sweep.records import differences, record
 from origamig.study.sweep.scale import Scale
@@ -61,8 +61,9 @@ def adopt(
                           progress=shown.live, done=shown.finished)  # fmt: skip
     problems: list[str] = []
     for r, cell, result in zip(sample, cells, results, strict=True):
-        error = failure_of(result)
-        diffs = [error] if error else differences(r, record(cell, result, code))
+        diffs = (
+            [result.error] if isinstance(result, FailedRun) else differences(r, record(cell, result, code))
+        )
         problems += [f"{cell.row} {cell.col} seed {cell.seed}: {d}" for d in diffs[:3]]
     if problems:
         raise UserError(

@@ -1,0 +1,41 @@
+"""Faults in the solver's helper process (bilp/backends/deadline.py), and a way around it, for tests.
+
+A solve sends its hint to the helper pickled; these arrays unpickle there as a fault instead: one
+that never answers, one that ends the process. In the calling process they are ordinary arrays
+(the start the answer falls back to). A test that stands in a solver of its own keeps the solve in
+its process (`solve_in_this_process`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+
+
+class StallsInTheHelper(np.ndarray):
+    """Unpickled in the helper, sleeps there two minutes: a solve that never answers."""
+
+    def __reduce__(self):
+        return (time.sleep, (120,))
+
+
+class KillsTheHelper(np.ndarray):
+    """Unpickled in the helper, ends it with exit status 3: a solver that crashes."""
+
+    def __reduce__(self):
+        return (os._exit, (3,))
+
+
+def solve_in_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep every solve in the calling process, so that a patched `solve_in_process` (a stand-in
+    solver) is the one that runs; the helper process would run the real one."""
+    from origamig.bilp.backends import base, deadline
+
+    def here(name: str, compiled: Any, hint: np.ndarray, limits: Any, started: float) -> base.SolveResult:
+        return base.errors_as_result(base.get_backend(name), compiled, hint, limits)
+
+    monkeypatch.setattr(deadline, "solve_in_child", here)
