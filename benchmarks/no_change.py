@@ -8,9 +8,9 @@ and CPU time of each, the termination, the optimum, the start's objective, the L
 gap (LP bound − best objective found). Checks, counted in the table: where both prove their
 optimum, it is the same, and the bound proves "no change" only where the optimum is the start's.
 
-    python benchmarks/no_change.py --quick                 # 32 PMs, 12 h: every call
-    python benchmarks/no_change.py --full                  # 128 PMs, calls in 40–44 h
-    python benchmarks/no_change.py --replay FILE.json      # replay a recorded calls file only
+    python -m benchmarks.no_change --quick                 # 32 PMs, 12 h: every call
+    python -m benchmarks.no_change --full                  # 128 PMs, calls in 40–44 h
+    python -m benchmarks.no_change --replay FILE.json      # replay a recorded calls file only
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Does the default `solve` admit every pending VM that fits, with a plan valid at every step, fast?
 
-    python benchmarks/solve_admission.py [--servers 12,40,100,1000] [--seeds 3] [--solver highs]
+    python -m benchmarks.solve_admission [--servers 12,40,100,1000] [--seeds 3] [--solver highs]
 
 Held-out clusters, generated here and used nowhere else: two thirds of the servers carry 8x
 H100-80GB (192 cores, 2 TB), one third 4x A100-80GB (128 cores, 1 TB). Running VMs, 3 cores and 32 GB

@@ -10,8 +10,8 @@ side by side in one run, interleaved call by call:
 Overhead = the call's wall time minus the in-process wall time of the same call; medians and 90th
 percentiles over calls. The helper's one-time start is measured apart (it is paid once per process).
 
-    python benchmarks/solve_overhead.py --quick   # 2- and 8-PM neighborhoods, 4 models x 3 repeats
-    python benchmarks/solve_overhead.py --full    # 2/8/16 PMs, 10 models x 5 repeats
+    python -m benchmarks.solve_overhead --quick   # 2- and 8-PM neighborhoods, 4 models x 3 repeats
+    python -m benchmarks.solve_overhead --full    # 2/8/16 PMs, 10 models x 5 repeats
 On a 2-PM model the solve takes milliseconds, so the overhead stands out of the machine's noise.
 Prints a table and writes benchmarks/results/solve_overhead.json.
 """
