@@ -19,6 +19,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "origamig"
 # layer with a prefix that names it.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("commands", ("origamig.cli",)),
+    ("the service", ("origamig.serve",)),
     ("studies: many runs", ("origamig.study",)),
     ("simulation: one run", ("origamig.sim",)),
     ("policies", ("origamig.policies",)),

@@ -1,0 +1,120 @@
+"""The HTTP routes of `origamig serve` (docs/service.md), a Starlette application over `Live`.
+
+Every route but `GET /healthz` needs `Authorization: Bearer <token>` (compared in constant time; 401
+otherwise). Bodies are JSON (`Content-Type: application/json`, else 415), at most `MAX_BODY` bytes
+(else 413), parsed strictly (no NaN, bounded nesting; else 400). A refused request changes nothing
+and gets `{"error": "<one line>", "problems": [...]}`, each problem naming the field and the value.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from origamig.errors import UserError
+from origamig.files import parse_json_text
+from origamig.serve.k8s import filter_nodes, prioritize_nodes
+from origamig.serve.live import DuplicateVm, Live
+from origamig.serve.requests import RequestError
+
+MAX_BODY = 1 << 20  # bytes of a request body (a 5,000-node ExtenderArgs with whole Node objects fits)
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class HttpError(Exception):
+    """A refused request: its status code and its problems (one line each)."""
+
+    def __init__(self, status: int, problems: str | list[str]) -> None:
+        self.status = status
+        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        super().__init__("; ".join(self.problems))
+
+
+def error_response(status: int, problems: list[str]) -> JSONResponse:
+    return JSONResponse({"error": "; ".join(problems), "problems": problems}, status_code=status)
+
+
+async def read_json(request: Request) -> Any:
+    """The request's JSON body, refused with 415, 413 or 400."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/json":
+        raise HttpError(415, f"Content-Type: {kind or 'none'!r} is not application/json")
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
+        raise HttpError(413, f"body: {declared} bytes is more than the limit of {MAX_BODY}")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY:
+            raise HttpError(413, f"body: more than the limit of {MAX_BODY} bytes")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise HttpError(400, "body: not UTF-8 text") from None
+    try:
+        return parse_json_text(text, "body", RequestError)
+    except RequestError as exc:
+        raise HttpError(400, exc.problems) from None
+
+
+def build_app(live: Live, token: str) -> Starlette:
+    """The service's application over `live`, guarded by bearer `token`."""
+    expected = f"Bearer {token}".encode()
+
+    def guarded(handler: Handler) -> Handler:
+        async def run(request: Request) -> Response:
+            given = request.headers.get("authorization", "").encode()
+            if not hmac.compare_digest(given, expected):
+                return error_response(401, ["Authorization: missing or wrong bearer token"])
+            try:
+                return await handler(request)
+            except HttpError as exc:
+                return error_response(exc.status, exc.problems)
+            except DuplicateVm as exc:
+                return error_response(409, exc.problems)
+            except UserError as exc:
+                return error_response(400, exc.problems)
+
+        return run
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def snapshot(request: Request) -> Response:
+        return JSONResponse(live.document())
+
+    async def post_vm(request: Request) -> Response:
+        arrival = live.arrive(await read_json(request))
+        status = {"placed": 201, "pending": 202, "rejected": 422}[arrival.status]
+        return JSONResponse(arrival.to_json(), status_code=status)
+
+    async def delete_vm(request: Request) -> Response:
+        vm_id = request.path_params["vm_id"]
+        if not live.depart(vm_id):
+            raise HttpError(404, f"id: {vm_id!r} is not a VM of the service")
+        return Response(status_code=204)
+
+    async def k8s_filter(request: Request) -> Response:
+        return JSONResponse(filter_nodes(live, await read_json(request)))
+
+    async def k8s_prioritize(request: Request) -> Response:
+        return JSONResponse(prioritize_nodes(live, await read_json(request)))
+
+    routes = [
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/v1/snapshot", guarded(snapshot), methods=["GET"]),
+        Route("/v1/vms", guarded(post_vm), methods=["POST"]),
+        Route("/v1/vms/{vm_id:path}", guarded(delete_vm), methods=["DELETE"]),
+        Route("/k8s/filter", guarded(k8s_filter), methods=["POST"]),
+        Route("/k8s/prioritize", guarded(k8s_prioritize), methods=["POST"]),
+    ]
+    app = Starlette(routes=routes)
+    app.state.live = live
+    return app
