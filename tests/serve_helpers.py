@@ -14,6 +14,9 @@ from typing import Any
 
 import httpx
 
+from origamig.judge.check import check_placement
+from origamig.snapshot.document import Snapshot, parse_snapshot
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 TOKEN = "test-token-0123456789abcdef"
@@ -101,3 +104,16 @@ class Server:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+def read(doc: dict) -> Snapshot:
+    """The service's snapshot document as records (every PM switched on, as the service runs them)."""
+    pms = [{k: v for k, v in p.items() if k != "powered_off"} for p in doc["pms"]]
+    return parse_snapshot({**doc, "pms": pms})
+
+
+def valid(doc: dict) -> dict:
+    """The placement of `doc`, after the reader and the independent checker both accepted it."""
+    snap = read(doc)
+    assert check_placement(snap.pms, snap.vms, snap.placement) == []
+    return dict(snap.placement)

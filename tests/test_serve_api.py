@@ -12,26 +12,16 @@ from pathlib import Path
 import httpx
 import pytest
 
-from origamig.judge.check import check_placement
-from origamig.snapshot.document import parse_snapshot
-from tests.serve_helpers import EXAMPLES, TOKEN, Server
+from tests.serve_helpers import EXAMPLES, TOKEN, Server, valid
 
 SEED = EXAMPLES / "fragmented-a100.json"
+QUIET = ("check_interval_s=1e9",)  # no optimizer check during these tests: arrivals see the seed's PMs
 JSON = {"Content-Type": "application/json"}
-
-
-def valid(doc: dict) -> dict:
-    """The placement of `doc`, after the reader and the independent checker both accepted it."""
-    snap = parse_snapshot(
-        {**doc, "pms": [{k: v for k, v in p.items() if k != "powered_off"} for p in doc["pms"]]}
-    )
-    assert check_placement(snap.pms, snap.vms, snap.placement) == []
-    return dict(snap.placement)
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
-    with Server(tmp_path_factory.mktemp("serve"), seed=SEED) as srv:
+    with Server(tmp_path_factory.mktemp("serve"), seed=SEED, options=QUIET) as srv:
         yield srv
 
 
@@ -120,7 +110,7 @@ def test_bad_input_is_a_clear_4xx_and_changes_nothing(
 
 
 def test_a_restart_resumes_exactly(tmp_path: Path) -> None:
-    with Server(tmp_path, seed=SEED) as srv, srv.client() as c:
+    with Server(tmp_path, seed=SEED, options=QUIET) as srv, srv.client() as c:
         assert (
             c.post("/v1/vms", json={"id": "r1", "cpu": 4, "ram_gb": 16, "gis": ["1g.5gb"]}).status_code == 201
         )
@@ -130,7 +120,7 @@ def test_a_restart_resumes_exactly(tmp_path: Path) -> None:
         )
         assert c.delete("/v1/vms/vm1").status_code == 204
         before = c.get("/v1/snapshot").json()
-    with Server(tmp_path, state=srv.state) as again, again.client() as c:
+    with Server(tmp_path, state=srv.state, options=QUIET) as again, again.client() as c:
         assert c.get("/v1/snapshot").json() == before
 
 

@@ -20,7 +20,8 @@ from starlette.routing import Route
 from origamig.errors import UserError
 from origamig.files import parse_json_text
 from origamig.serve.k8s import filter_nodes, prioritize_nodes
-from origamig.serve.live import DuplicateVm, Live
+from origamig.serve.kubevirt import kubevirt_flow
+from origamig.serve.live import DuplicateVm, Live, StepConflict, UnknownPlan
 from origamig.serve.requests import RequestError
 
 MAX_BODY = 1 << 20  # bytes of a request body (a 5,000-node ExtenderArgs with whole Node objects fits)
@@ -77,8 +78,10 @@ def build_app(live: Live, token: str) -> Starlette:
                 return await handler(request)
             except HttpError as exc:
                 return error_response(exc.status, exc.problems)
-            except DuplicateVm as exc:
+            except (DuplicateVm, StepConflict) as exc:
                 return error_response(409, exc.problems)
+            except UnknownPlan as exc:
+                return error_response(404, exc.problems)
             except UserError as exc:
                 return error_response(400, exc.problems)
 
@@ -107,11 +110,50 @@ def build_app(live: Live, token: str) -> Starlette:
     async def k8s_prioritize(request: Request) -> Response:
         return JSONResponse(prioritize_nodes(live, await read_json(request)))
 
+    def plan_id(request: Request) -> int:
+        raw = request.path_params["plan_id"]
+        if not raw.isdigit():
+            raise HttpError(404, f"plan: {raw!r} is not a plan id")
+        return int(raw)
+
+    def pm_ids() -> list[str]:
+        return [pm.id for pm in live.dc.pms]
+
+    async def list_plans(request: Request) -> Response:
+        with live.lock:
+            ids = sorted(live.plans)
+        return JSONResponse({"plans": [live.plan(i).to_json(pm_ids()) for i in ids]})
+
+    async def get_plan(request: Request) -> Response:
+        return JSONResponse(live.plan(plan_id(request)).to_json(pm_ids()))
+
+    async def ack_step(request: Request) -> Response:
+        body = await read_json(request)
+        result = body.get("result") if isinstance(body, dict) else None
+        if result not in ("done", "failed"):
+            raise HttpError(400, f'result: {result!r} is not "done" or "failed"')
+        raw = request.path_params["n"]
+        if not raw.isdigit():
+            raise HttpError(404, f"step: {raw!r} is not a step number")
+        plan = live.acknowledge(plan_id(request), int(raw), result)
+        return JSONResponse(plan.to_json(pm_ids()))
+
+    async def plan_kubevirt(request: Request) -> Response:
+        plan = live.plan(plan_id(request))
+        namespace = request.query_params.get("namespace", "default")
+        with live.lock:
+            specs = {**live.dc.pending, **live.dc.vms}
+        return JSONResponse(kubevirt_flow(plan, specs, namespace))
+
     routes = [
         Route("/healthz", healthz, methods=["GET"]),
         Route("/v1/snapshot", guarded(snapshot), methods=["GET"]),
         Route("/v1/vms", guarded(post_vm), methods=["POST"]),
         Route("/v1/vms/{vm_id:path}", guarded(delete_vm), methods=["DELETE"]),
+        Route("/v1/plans", guarded(list_plans), methods=["GET"]),
+        Route("/v1/plans/{plan_id}", guarded(get_plan), methods=["GET"]),
+        Route("/v1/plans/{plan_id}/steps/{n}", guarded(ack_step), methods=["POST"]),
+        Route("/v1/plans/{plan_id}/kubevirt", guarded(plan_kubevirt), methods=["GET"]),
         Route("/k8s/filter", guarded(k8s_filter), methods=["POST"]),
         Route("/k8s/prioritize", guarded(k8s_prioritize), methods=["POST"]),
     ]

@@ -12,12 +12,23 @@ import dataclasses
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import Placement
 from origamig.errors import SnapshotError, UserError
-from origamig.policies.base import Deferred, Placed, Policy, Rejection
+from origamig.policies.base import Deferred, Placed, Policy, Rejection, Work
+from origamig.serve.plans import (
+    ABORTED,
+    DONE,
+    FAILED,
+    RUNNING,
+    LivePlan,
+    finished,
+    placement_after,
+    step_problem,
+)
 from origamig.serve.requests import probe_document, read_vm_entry
 from origamig.serve.store import Store, StoreError
 from origamig.snapshot.document import Snapshot, parse_snapshot, placement_json, snapshot_document
@@ -25,6 +36,14 @@ from origamig.snapshot.document import Snapshot, parse_snapshot, placement_json,
 
 class DuplicateVm(UserError):
     """A request whose VM id the service already knows (HTTP 409)."""
+
+
+class UnknownPlan(UserError):
+    """A plan id (or step number) the service does not have (HTTP 404)."""
+
+
+class StepConflict(UserError):
+    """An acknowledgement of a step that is not the plan's next one (HTTP 409)."""
 
 
 @dataclass(frozen=True)
@@ -63,8 +82,19 @@ class Live:
         self.seed = dataclasses.replace(snap, document={k: v for k, v in document.items() if k != "vms"})
         self.dc: DataCenter = snap.datacenter()
         self.probe = probe_document(document)
-        self.locked: frozenset[int] = frozenset()  # PMs that arrivals may not take
         self.lock = threading.RLock()
+        self.plans: dict[int, LivePlan] = {p["id"]: LivePlan.from_store(p, self.dc) for p in store.plans()}
+        self.works: dict[int, Work] = {}  # the call behind each running plan (not kept over a restart)
+        # Arrivals and departures seen while a call runs elsewhere, replayed on the policy it returns.
+        self.recording: list[tuple[str, Any, float]] | None = None
+
+    @property
+    def locked(self) -> frozenset[int]:
+        """PMs that arrivals may not take: those of the running plan."""
+        return frozenset().union(*(p.pms for p in self.plans.values() if p.status == RUNNING))
+
+    def running_plan(self) -> LivePlan | None:
+        return next((p for p in self.plans.values() if p.status == RUNNING), None)
 
     @staticmethod
     def now() -> float:
@@ -80,7 +110,8 @@ class Live:
             dc = self.dc
             if vm.id in dc.vms or vm.id in dc.pending:
                 raise DuplicateVm(f"id: {vm.id!r} is already known")
-            decision = self.policy.arrive(dc, vm, self.now(), self.locked)
+            now = self.now()
+            decision = self.policy.arrive(dc, vm, now, self.locked)
             if isinstance(decision, Rejection):
                 return Arrival(vm.id, "rejected", reason=decision.reason)
             if isinstance(decision, Placed):
@@ -96,6 +127,8 @@ class Live:
                 dc.remove(vm.id) if vm.id in dc.vms else dc.drop_pending(vm.id)
                 raise
             self.entries[vm.id] = entry
+            if self.recording is not None:
+                self.recording.append(("arrive", vm, now))
             if isinstance(decision, Deferred):
                 return Arrival(vm.id, "pending", reason=decision.reason)
             return Arrival(vm.id, "placed", placement=where)
@@ -113,8 +146,130 @@ class Live:
                 dc.drop_pending(vm_id)
                 return True
             dc.remove(vm_id)
-            self.policy.depart(dc, vm_id, self.now())
+            now = self.now()
+            self.policy.depart(dc, vm_id, now)
+            if self.recording is not None:
+                self.recording.append(("depart", vm_id, now))
             return True
+
+    # --- the optimizer's calls -------------------------------------------------------------------
+    def adopt(self, policy: Policy, work: Work | None, now: float) -> LivePlan | None:
+        """Take the policy back from a call made on a copy of the state (the arrivals and departures
+        seen meanwhile are told to it again, in order), drop the pending VMs the call rejected, and
+        turn an applied call into a running plan. Call with the lock held."""
+        for kind, what, t in self.recording or ():
+            if kind == "arrive":
+                policy.arrive(self.dc, what, t, self.locked)  # for its bookkeeping; the VM is placed
+            else:
+                policy.depart(self.dc, what, t)
+        self.recording = None
+        self.policy = policy
+        if work is None:
+            return None
+        rejected = tuple(v for v in work.rejected if v in self.dc.pending)
+        steps = tuple(s.to_dict() for s in work.plan.steps) if work.plan is not None else ()
+        plan = None
+        if work.applied and steps:
+            dc = self.dc
+            pms = set(work.pms)
+            pms.update(dc.index[s[k]] for s in steps for k in ("pm", "from", "to") if k in s)
+            moved = {str(s["vm"]) for s in steps if "vm" in s}
+            plan = LivePlan(
+                id=max(self.plans, default=0) + 1,
+                kind=work.kind,
+                created_s=now,
+                steps=steps,
+                base={v: pl for v, pl in dc.placement.items() if v in moved},
+                admitted=tuple(v for v in work.admitted if v in dc.pending),
+                rejected=rejected,
+                pms=frozenset(pms),
+                gain=work.call.gain if work.call is not None else None,
+            )
+        with self.store.transaction() as db:
+            for v in rejected:
+                self.store.remove_vm(db, v)
+            if plan is not None:
+                self.store.put_plan(db, plan.id, plan.to_store(self.dc))
+        for v in rejected:
+            self.dc.drop_pending(v)
+            del self.entries[v]
+        if plan is None:
+            self.policy.finished(self.dc, work if not steps else replace(work, applied=False), now)
+            return None
+        self.plans[plan.id] = plan
+        self.works[plan.id] = work
+        return plan
+
+    def plan(self, plan_id: int) -> LivePlan:
+        """The plan, its next step checked against the live state first: a step that no longer fits
+        aborts the plan (the optimizer then replans from the real state)."""
+        with self.lock:
+            plan = self.plans.get(plan_id)
+            if plan is None:
+                raise UnknownPlan(f"plan: {plan_id} is not a plan of the service")
+            n = plan.next_step
+            if n is not None:
+                problem = step_problem(self.dc, plan, n)
+                if problem is not None:
+                    plan = self._end(plan, ABORTED, f"step {n} no longer fits the live state: {problem}")
+            return plan
+
+    def acknowledge(self, plan_id: int, n: int, result: str) -> LivePlan:
+        """Step n of the plan was carried out (`done`) or not (`failed`): the state moves only on
+        `done`, after the step is checked once more; `failed` aborts the rest of the plan."""
+        with self.lock:
+            plan = self.plan(plan_id)
+            if not 0 <= n < len(plan.steps):
+                raise UnknownPlan(f"step: plan {plan_id} has no step {n} (steps 0 to {len(plan.steps) - 1})")
+            if plan.next_step != n:
+                state = f"its next step is {plan.next_step}" if plan.next_step is not None else plan.status
+                raise StepConflict(f"step: {n} is not the next step of plan {plan_id} ({state})")
+            if result == "failed":
+                return self._end(plan, FAILED, f"step {n} failed")
+            dc = self.dc
+            target = placement_after(dc, plan, n + 1)
+            changed = {v: pl for v, pl in target.items() if dc.placement.get(v) != pl}
+            plan = replace(plan, done=n + 1)
+            if plan.done == len(plan.steps):
+                plan = finished(plan, DONE)
+            before = {v: dc.placement.get(v) for v in changed}
+            dc.apply_placement(changed)
+            try:
+                with self.store.transaction() as db:
+                    where = placement_json(dc.pms, changed)
+                    for v in changed:
+                        self.store.set_placement(db, v, where[v])
+                    self.store.put_plan(db, plan.id, plan.to_store(dc))
+            except BaseException:
+                self._undo(before)
+                raise
+            self.plans[plan.id] = plan
+            if plan.status == DONE:
+                self._finished(plan, applied=True)
+            return plan
+
+    def _undo(self, before: Mapping[str, Placement | None]) -> None:
+        """Put VMs back where they were (`None`: pending, queued again) after the store refused a change."""
+        dc = self.dc
+        for v, pl in before.items():
+            if pl is None:
+                vm = dc.vms[v]
+                dc.remove(v)
+                dc.add_pending(vm)
+        dc.apply_placement({v: pl for v, pl in before.items() if pl is not None})
+
+    def _end(self, plan: LivePlan, status: str, reason: str) -> LivePlan:
+        plan = finished(plan, status, reason)
+        with self.store.transaction() as db:
+            self.store.put_plan(db, plan.id, plan.to_store(self.dc))
+        self.plans[plan.id] = plan
+        self._finished(plan, applied=False)
+        return plan
+
+    def _finished(self, plan: LivePlan, applied: bool) -> None:
+        work = self.works.pop(plan.id, None)
+        if work is not None:
+            self.policy.finished(self.dc, work if applied else replace(work, applied=False), self.now())
 
     # --- reading ---------------------------------------------------------------------------------
     def document(self) -> dict[str, Any]:

@@ -70,9 +70,11 @@ def serve(config: ServeConfig) -> None:
     import uvicorn
 
     from origamig.serve.app import build_app
+    from origamig.serve.optimizer import Optimizer
 
     live = open_live(config.state, config.seed, config.options)
     app = build_app(live, config.token)
+    optimizer = Optimizer(live)
     dc = live.dc
     print(
         f"origamig serve: http://{config.host}:{config.port} — {len(dc.pms)} PMs, {len(dc.vms)} running, "
@@ -80,7 +82,9 @@ def serve(config: ServeConfig) -> None:
         file=sys.stderr,
         flush=True,
     )
+    optimizer.start()
     try:
         uvicorn.run(app, host=config.host, port=config.port, log_level="warning", access_log=False)
     finally:
+        optimizer.stop()
         live.store.close()

@@ -3,7 +3,8 @@ committed before the reply that reports it, so a restart resumes exactly where t
 
 Tables: `meta` (the seed snapshot document without its VMs, written once), `vms` (one row per VM
 known to the service, in arrival order: the request entry and, when it runs, its placement in the
-snapshot form `{"pm": <id>, "gis": [{"gpu", "start"}]}`). The live state is always the seed document
+snapshot form `{"pm": <id>, "gis": [{"gpu", "start"}]}`), `plans` (each plan of the optimizer with
+its steps and how far it got, as JSON). The live state is always the seed document
 with the rows of `vms` as its VMs, read back by the snapshot reader (docs/formats.md#snapshot).
 """
 
@@ -25,6 +26,7 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS vms (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE NOT NULL,"
     " entry TEXT NOT NULL, placement TEXT)",
+    "CREATE TABLE IF NOT EXISTS plans (id INTEGER PRIMARY KEY, doc TEXT NOT NULL)",
 )
 
 
@@ -120,6 +122,16 @@ class Store:
             "UPDATE vms SET placement = ? WHERE id = ?",
             (None if placement is None else json.dumps(placement), vm_id),
         )
+
+    @staticmethod
+    def put_plan(db: sqlite3.Connection, plan_id: int, doc: Mapping[str, Any]) -> None:
+        db.execute("INSERT OR REPLACE INTO plans (id, doc) VALUES (?, ?)", (plan_id, json.dumps(doc)))
+
+    def plans(self) -> list[dict[str, Any]]:
+        """Every stored plan, oldest first."""
+        with self._lock:
+            rows = self._db.execute("SELECT doc FROM plans ORDER BY id").fetchall()
+        return [json.loads(doc) for (doc,) in rows]
 
     def _meta(self, key: str) -> str | None:
         with self._lock:
