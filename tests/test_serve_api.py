@@ -56,6 +56,8 @@ def test_a_placed_vm_is_in_the_snapshot_where_the_reply_said_and_valid(server: S
         assert {k: v for k, v in after.items() if k != "api-new"} == before
         reported = next(v for v in doc["vms"] if v["id"] == "api-new")
         assert reported["placement"] == body["placement"]
+        status = c.get("/v1/vms/api-new").json()
+        assert status == {"id": "api-new", "status": "running", "placement": body["placement"]}
         assert c.post("/v1/vms", json=entry).status_code == 409
         assert c.delete("/v1/vms/api-new").status_code == 204
         assert c.delete("/v1/vms/api-new").status_code == 404
@@ -70,7 +72,9 @@ def test_a_vm_that_fits_nowhere_waits(server: Server) -> None:
         doc = c.get("/v1/snapshot").json()
         entry = next(v for v in doc["vms"] if v["id"] == "api-big")
         assert "placement" not in entry
+        assert c.get("/v1/vms/api-big").json() == {"id": "api-big", "status": "pending"}
         assert c.delete("/v1/vms/api-big").status_code == 204
+        assert c.get("/v1/vms/api-big").status_code == 404
 
 
 BAD = [

@@ -98,3 +98,23 @@ def test_bad_acknowledgements(tmp_path: Path) -> None:
         )
         assert c.get("/v1/snapshot").json() == before
         assert c.get("/v1/plans/1").json()["next_step"] == 0
+
+
+def test_a_waiting_vm_the_optimizer_gives_up_on_is_reported_rejected(tmp_path: Path) -> None:
+    with Server(tmp_path, seed=SEED, options=FAST) as srv, srv.client() as c:
+        huge = {"id": "huge", "cpu": 500, "ram_gb": 16, "gis": ["1g.5gb"]}  # more cores than any PM
+        r = c.post("/v1/vms", json=huge)
+        assert r.status_code == 202
+        deadline = time.monotonic() + 120
+        while c.get("/v1/vms/huge").json()["status"] == "pending":
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+            plan = c.get("/v1/plans/1")
+            if plan.status_code == 200 and plan.json()["next_step"] is not None:  # admits vm5 first
+                for n in range(plan.json()["next_step"], len(plan.json()["steps"])):
+                    ack(c, 1, n)
+        status = c.get("/v1/vms/huge").json()
+        assert status["status"] == "rejected" and "no place" in status["reason"]
+        assert "huge" not in {v["id"] for v in c.get("/v1/snapshot").json()["vms"]}
+        assert c.post("/v1/vms", json={**huge, "cpu": 4}).status_code in (201, 202)  # the id may come again
+        assert c.get("/v1/vms/huge").json()["status"] in ("running", "pending")

@@ -98,6 +98,13 @@ def build_app(live: Live, token: str) -> Starlette:
         status = {"placed": 201, "pending": 202, "rejected": 422}[arrival.status]
         return JSONResponse(arrival.to_json(), status_code=status)
 
+    async def get_vm(request: Request) -> Response:
+        vm_id = request.path_params["vm_id"]
+        status = live.vm_status(vm_id)
+        if status is None:
+            raise HttpError(404, f"id: {vm_id!r} is not a VM of the service")
+        return JSONResponse(status)
+
     async def delete_vm(request: Request) -> Response:
         vm_id = request.path_params["vm_id"]
         if not live.depart(vm_id):
@@ -150,6 +157,7 @@ def build_app(live: Live, token: str) -> Starlette:
         Route("/v1/snapshot", guarded(snapshot), methods=["GET"]),
         Route("/v1/vms", guarded(post_vm), methods=["POST"]),
         Route("/v1/vms/{vm_id:path}", guarded(delete_vm), methods=["DELETE"]),
+        Route("/v1/vms/{vm_id:path}", guarded(get_vm), methods=["GET"]),
         Route("/v1/plans", guarded(list_plans), methods=["GET"]),
         Route("/v1/plans/{plan_id}", guarded(get_plan), methods=["GET"]),
         Route("/v1/plans/{plan_id}/steps/{n}", guarded(ack_step), methods=["POST"]),

@@ -33,6 +33,8 @@ from origamig.serve.requests import probe_document, read_vm_entry
 from origamig.serve.store import Store, StoreError
 from origamig.snapshot.document import Snapshot, parse_snapshot, placement_json, snapshot_document
 
+REJECTED_BY_CALL = "an optimizer {kind} call found no place for it (it left the pending queue)"
+
 
 class DuplicateVm(UserError):
     """A request whose VM id the service already knows (HTTP 409)."""
@@ -84,6 +86,7 @@ class Live:
         self.probe = probe_document(document)
         self.lock = threading.RLock()
         self.plans: dict[int, LivePlan] = {p["id"]: LivePlan.from_store(p, self.dc) for p in store.plans()}
+        self.rejected: dict[str, str] = store.rejected()  # VM id → why the optimizer gave up on it
         self.works: dict[int, Work] = {}  # the call behind each running plan (not kept over a restart)
         # Arrivals and departures seen while a call runs elsewhere, replayed on the policy it returns.
         self.recording: list[tuple[str, Any, float]] | None = None
@@ -127,6 +130,7 @@ class Live:
                 dc.remove(vm.id) if vm.id in dc.vms else dc.drop_pending(vm.id)
                 raise
             self.entries[vm.id] = entry
+            self.rejected.pop(vm.id, None)
             if self.recording is not None:
                 self.recording.append(("arrive", vm, now))
             if isinstance(decision, Deferred):
@@ -187,12 +191,13 @@ class Live:
             )
         with self.store.transaction() as db:
             for v in rejected:
-                self.store.remove_vm(db, v)
+                self.store.reject_vm(db, v, REJECTED_BY_CALL.format(kind=work.kind))
             if plan is not None:
                 self.store.put_plan(db, plan.id, plan.to_store(self.dc))
         for v in rejected:
             self.dc.drop_pending(v)
             del self.entries[v]
+            self.rejected[v] = REJECTED_BY_CALL.format(kind=work.kind)
         if plan is None:
             self.policy.finished(self.dc, work if not steps else replace(work, applied=False), now)
             return None
@@ -272,6 +277,19 @@ class Live:
             self.policy.finished(self.dc, work if applied else replace(work, applied=False), self.now())
 
     # --- reading ---------------------------------------------------------------------------------
+    def vm_status(self, vm_id: str) -> dict[str, Any] | None:
+        """`{"id", "status": running | pending | rejected, "placement" | "reason"}`, None if unknown."""
+        with self.lock:
+            dc = self.dc
+            if vm_id in dc.placement:
+                where = placement_json(dc.pms, {vm_id: dc.placement[vm_id]})[vm_id]
+                return {"id": vm_id, "status": "running", "placement": where}
+            if vm_id in dc.pending:
+                return {"id": vm_id, "status": "pending"}
+            if vm_id in self.rejected:
+                return {"id": vm_id, "status": "rejected", "reason": self.rejected[vm_id]}
+        return None
+
     def document(self) -> dict[str, Any]:
         """The live cluster as a snapshot document (docs/formats.md#snapshot)."""
         with self.lock:

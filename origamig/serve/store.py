@@ -4,8 +4,10 @@ committed before the reply that reports it, so a restart resumes exactly where t
 Tables: `meta` (the seed snapshot document without its VMs, written once), `vms` (one row per VM
 known to the service, in arrival order: the request entry and, when it runs, its placement in the
 snapshot form `{"pm": <id>, "gis": [{"gpu", "start"}]}`), `plans` (each plan of the optimizer with
-its steps and how far it got, as JSON). The live state is always the seed document
-with the rows of `vms` as its VMs, read back by the snapshot reader (docs/formats.md#snapshot).
+its steps and how far it got, as JSON), `rejected` (pending VMs an optimizer call gave up on, and
+why: a client that was told 202 learns their fate from `GET /v1/vms/{id}`). The live state is
+always the seed document with the rows of `vms` as its VMs, read back by the snapshot reader
+(docs/formats.md#snapshot).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS vms (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE NOT NULL,"
     " entry TEXT NOT NULL, placement TEXT)",
     "CREATE TABLE IF NOT EXISTS plans (id INTEGER PRIMARY KEY, doc TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS rejected (id TEXT PRIMARY KEY, reason TEXT NOT NULL)",
 )
 
 
@@ -107,6 +110,7 @@ class Store:
     # --- changes (each inside `transaction()`) ---------------------------------------------------
     @staticmethod
     def add_vm(db: sqlite3.Connection, entry: Mapping[str, Any], placement: Mapping[str, Any] | None) -> None:
+        db.execute("DELETE FROM rejected WHERE id = ?", (entry["id"],))
         db.execute(
             "INSERT INTO vms (id, entry, placement) VALUES (?, ?, ?)",
             (entry["id"], json.dumps(entry), None if placement is None else json.dumps(placement)),
@@ -115,6 +119,15 @@ class Store:
     @staticmethod
     def remove_vm(db: sqlite3.Connection, vm_id: str) -> None:
         db.execute("DELETE FROM vms WHERE id = ?", (vm_id,))
+
+    @staticmethod
+    def reject_vm(db: sqlite3.Connection, vm_id: str, reason: str) -> None:
+        db.execute("DELETE FROM vms WHERE id = ?", (vm_id,))
+        db.execute("INSERT OR REPLACE INTO rejected (id, reason) VALUES (?, ?)", (vm_id, reason))
+
+    def rejected(self) -> dict[str, str]:
+        with self._lock:
+            return dict(self._db.execute("SELECT id, reason FROM rejected").fetchall())
 
     @staticmethod
     def set_placement(db: sqlite3.Connection, vm_id: str, placement: Mapping[str, Any] | None) -> None:
