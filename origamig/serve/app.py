@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -24,6 +25,8 @@ from origamig.serve.kubevirt import kubevirt_flow
 from origamig.serve.live import DuplicateVm, Live, StepConflict, UnknownPlan
 from origamig.serve.requests import RequestError
 
+# Changes run in worker threads (their commit waits for the disk without holding up the event loop);
+# reads run on the loop.
 MAX_BODY = 1 << 20  # bytes of a request body (a 5,000-node ExtenderArgs with whole Node objects fits)
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -94,7 +97,7 @@ def build_app(live: Live, token: str) -> Starlette:
         return JSONResponse(live.document())
 
     async def post_vm(request: Request) -> Response:
-        arrival = live.arrive(await read_json(request))
+        arrival = await run_in_threadpool(live.arrive, await read_json(request))
         status = {"placed": 201, "pending": 202, "rejected": 422}[arrival.status]
         return JSONResponse(arrival.to_json(), status_code=status)
 
@@ -107,7 +110,7 @@ def build_app(live: Live, token: str) -> Starlette:
 
     async def delete_vm(request: Request) -> Response:
         vm_id = request.path_params["vm_id"]
-        if not live.depart(vm_id):
+        if not await run_in_threadpool(live.depart, vm_id):
             raise HttpError(404, f"id: {vm_id!r} is not a VM of the service")
         return Response(status_code=204)
 
@@ -142,7 +145,7 @@ def build_app(live: Live, token: str) -> Starlette:
         raw = request.path_params["n"]
         if not raw.isdigit():
             raise HttpError(404, f"step: {raw!r} is not a step number")
-        plan = live.acknowledge(plan_id(request), int(raw), result)
+        plan = await run_in_threadpool(live.acknowledge, plan_id(request), int(raw), result)
         return JSONResponse(plan.to_json(pm_ids()))
 
     async def plan_kubevirt(request: Request) -> Response:

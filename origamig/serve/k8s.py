@@ -74,31 +74,49 @@ def _pod_vm(live: Live, args: Any) -> VmSpec:
 
 
 def _verdicts(live: Live, vm: VmSpec, names: list[str]) -> dict[str, tuple[Any, str]]:
-    """Per node: (the rule's key, "") when the pod fits there, else (None, why not)."""
+    """Per node: (the rule's key, "") when the pod fits there, else (None, why not).
+
+    A PM's verdict for a VM shape (CPU, RAM, profiles) is kept until the PM's VMs change
+    (`Live.touched`): a cluster changes a few PMs per request, kube-scheduler asks about all of them."""
     fit = arrival_fit(live)
     order = gi_order(vm)
+    shape = (vm.cpu_m, vm.ram_mb, tuple((p.gpu_model, p.name) for p in vm.gis))
+    cache = live.fit_cache
+    if len(cache) > CACHE_LIMIT:
+        cache.clear()
     out: dict[str, tuple[Any, str]] = {}
     with live.lock:
         dc = live.dc
+        locked = live.locked
+        of_class = set(dc.class_pms.get(vm.gpu_class, ()))
         for name in names:
             j = dc.index.get(name)
             if j is None:
                 out[name] = (None, "not a PM of the origamig snapshot")
-            elif j in live.locked:
+            elif j in locked:
                 out[name] = (None, "held by a running migration plan")
-            elif vm.gpu_class not in dc.pms[j].gpu_classes:
+            elif j not in of_class:
                 out[name] = (None, f"no GPU of class {vm.gpu_class}")
-            elif not dc.fits_resources(vm, j):
-                free = f"{dc.free_cpu_m(j) / MILLI:g} cores and {dc.free_ram_mb(j) / MILLI:g} GB"
-                out[name] = (None, f"needs {vm.cpu:g} cores and {vm.ram_gb:g} GB; free {free}")
             else:
-                hit = fit(dc, j, vm, order)
-                if hit is None:
-                    gis = ", ".join(p.name for p in vm.gis)
-                    out[name] = (None, f"no free permitted start slices for every GI ({gis})")
-                else:
-                    out[name] = ((hit[0], j), "")
+                hit = cache.get((shape, j))
+                if hit is None or hit[0] != live.pm_version[j]:
+                    hit = (live.pm_version[j], _verdict(dc, j, vm, order, fit))
+                    cache[(shape, j)] = hit
+                out[name] = hit[1]
     return out
+
+
+CACHE_LIMIT = 200_000  # (shape, PM) verdicts kept before the cache starts over
+
+
+def _verdict(dc: DataCenter, j: int, vm: VmSpec, order: tuple[int, ...], fit: PmFit) -> tuple[Any, str]:
+    if not dc.fits_resources(vm, j):
+        free = f"{dc.free_cpu_m(j) / MILLI:g} cores and {dc.free_ram_mb(j) / MILLI:g} GB"
+        return (None, f"needs {vm.cpu:g} cores and {vm.ram_gb:g} GB; free {free}")
+    hit = fit(dc, j, vm, order)
+    if hit is None:
+        return (None, f"no free permitted start slices for every GI ({', '.join(p.name for p in vm.gis)})")
+    return ((hit[0], j), "")
 
 
 def filter_nodes(live: Live, args: Any) -> dict[str, Any]:

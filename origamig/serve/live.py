@@ -84,7 +84,10 @@ class Live:
         self.seed = dataclasses.replace(snap, document={k: v for k, v in document.items() if k != "vms"})
         self.dc: DataCenter = snap.datacenter()
         self.probe = probe_document(document)
-        self.lock = threading.RLock()
+        self.lock = threading.RLock()  # the in-memory state: held briefly, by readers too
+        self.writing = threading.RLock()  # one change at a time, held until it is committed (then `lock`)
+        self.pm_version = [0] * len(self.dc.pms)  # bumped whenever a PM's VMs change (`touched`)
+        self.fit_cache: dict[Any, tuple[int, Any]] = {}  # the extender's verdicts, with the PM's version
         self.plans: dict[int, LivePlan] = {p["id"]: LivePlan.from_store(p, self.dc) for p in store.plans()}
         self.rejected: dict[str, str] = store.rejected()  # VM id → why the optimizer gave up on it
         self.works: dict[int, Work] = {}  # the call behind each running plan (not kept over a restart)
@@ -109,61 +112,92 @@ class Live:
         """Place, queue or reject VM request `raw` (a snapshot VM entry without placement)."""
         vm = read_vm_entry(raw, self.probe)
         entry = copy.deepcopy(raw)
-        with self.lock:
-            dc = self.dc
-            if vm.id in dc.vms or vm.id in dc.pending:
-                raise DuplicateVm(f"id: {vm.id!r} is already known")
-            now = self.now()
-            decision = self.policy.arrive(dc, vm, now, self.locked)
-            if isinstance(decision, Rejection):
-                return Arrival(vm.id, "rejected", reason=decision.reason)
-            if isinstance(decision, Placed):
-                dc.place(vm, decision.placement)
-                where = placement_json(dc.pms, {vm.id: decision.placement})[vm.id]
-            else:
-                dc.add_pending(vm)
-                where = None
-            try:
+        with self.writing:
+            with self.lock:
+                dc = self.dc
+                if vm.id in dc.vms or vm.id in dc.pending:
+                    raise DuplicateVm(f"id: {vm.id!r} is already known")
+                now = self.now()
+                decision = self.policy.arrive(dc, vm, now, self.locked)
+                if isinstance(decision, Rejection):
+                    return Arrival(vm.id, "rejected", reason=decision.reason)
+                if isinstance(decision, Placed):
+                    dc.place(vm, decision.placement)
+                    self.touched(decision.placement.pm)
+                    where = placement_json(dc.pms, {vm.id: decision.placement})[vm.id]
+                else:
+                    dc.add_pending(vm)
+                    where = None
+                self.entries[vm.id] = entry
+            try:  # outside the state lock: readers go on while the change is made durable
                 with self.store.transaction() as db:
                     self.store.add_vm(db, entry, where)
             except BaseException:
-                dc.remove(vm.id) if vm.id in dc.vms else dc.drop_pending(vm.id)
+                with self.lock:
+                    del self.entries[vm.id]
+                    if vm.id in dc.vms:
+                        self.touched(dc.remove(vm.id).pm)
+                    else:
+                        dc.drop_pending(vm.id)
                 raise
-            self.entries[vm.id] = entry
-            self.rejected.pop(vm.id, None)
-            if self.recording is not None:
-                self.recording.append(("arrive", vm, now))
-            if isinstance(decision, Deferred):
-                return Arrival(vm.id, "pending", reason=decision.reason)
-            return Arrival(vm.id, "placed", placement=where)
+            with self.lock:
+                self.rejected.pop(vm.id, None)
+                if self.recording is not None:
+                    self.recording.append(("arrive", vm, now))
+        if isinstance(decision, Deferred):
+            return Arrival(vm.id, "pending", reason=decision.reason)
+        return Arrival(vm.id, "placed", placement=where)
 
     def depart(self, vm_id: str) -> bool:
         """Remove VM `vm_id` (running or pending); False when the service does not know it."""
-        with self.lock:
-            dc = self.dc
-            if vm_id not in dc.vms and vm_id not in dc.pending:
-                return False
-            with self.store.transaction() as db:
-                self.store.remove_vm(db, vm_id)
-            del self.entries[vm_id]
-            if vm_id in dc.pending:
-                dc.drop_pending(vm_id)
-                return True
-            dc.remove(vm_id)
-            now = self.now()
-            self.policy.depart(dc, vm_id, now)
-            if self.recording is not None:
-                self.recording.append(("depart", vm_id, now))
+        with self.writing:
+            with self.lock:
+                dc = self.dc
+                if vm_id not in dc.vms and vm_id not in dc.pending:
+                    return False
+                entry = self.entries.pop(vm_id)
+                if vm_id in dc.pending:
+                    order = list(dc.pending)
+                    spec, where = dc.drop_pending(vm_id), None
+                else:
+                    spec, where = dc.vms[vm_id], dc.remove(vm_id)
+                    self.touched(where.pm)
+            try:  # outside the state lock, as in `arrive`
+                with self.store.transaction() as db:
+                    self.store.remove_vm(db, vm_id)
+            except BaseException:
+                with self.lock:
+                    self.entries[vm_id] = entry
+                    if where is not None:
+                        dc.place(spec, where)
+                        self.touched(where.pm)
+                    else:  # back to its place in the queue
+                        rest = [dc.drop_pending(v) for v in order[order.index(vm_id) + 1 :]]
+                        for back in (spec, *rest):
+                            dc.add_pending(back)
+                raise
+            if where is not None:
+                with self.lock:
+                    now = self.now()
+                    self.policy.depart(dc, vm_id, now)
+                    if self.recording is not None:
+                        self.recording.append(("depart", vm_id, now))
             return True
+
+    def touched(self, *pms: int) -> None:
+        """PMs whose VMs changed: extender answers cached for them are stale."""
+        for j in pms:
+            self.pm_version[j] += 1
 
     # --- the optimizer's calls -------------------------------------------------------------------
     def adopt(self, policy: Policy, work: Work | None, now: float) -> LivePlan | None:
         """Take the policy back from a call made on a copy of the state (the arrivals and departures
         seen meanwhile are told to it again, in order), drop the pending VMs the call rejected, and
-        turn an applied call into a running plan. Call with the lock held."""
+        turn an applied call into a running plan. Call with `writing` and `lock` held."""
+        every_pm = frozenset(range(len(self.dc.pms)))
         for kind, what, t in self.recording or ():
-            if kind == "arrive":
-                policy.arrive(self.dc, what, t, self.locked)  # for its bookkeeping; the VM is placed
+            if kind == "arrive":  # for the policy's bookkeeping only (the VM was placed): with every
+                policy.arrive(self.dc, what, t, every_pm)  # PM held, its rule looks at none
             else:
                 policy.depart(self.dc, what, t)
         self.recording = None
@@ -208,7 +242,7 @@ class Live:
     def plan(self, plan_id: int) -> LivePlan:
         """The plan, its next step checked against the live state first: a step that no longer fits
         aborts the plan (the optimizer then replans from the real state)."""
-        with self.lock:
+        with self.writing, self.lock:
             plan = self.plans.get(plan_id)
             if plan is None:
                 raise UnknownPlan(f"plan: {plan_id} is not a plan of the service")
@@ -222,7 +256,7 @@ class Live:
     def acknowledge(self, plan_id: int, n: int, result: str) -> LivePlan:
         """Step n of the plan was carried out (`done`) or not (`failed`): the state moves only on
         `done`, after the step is checked once more; `failed` aborts the rest of the plan."""
-        with self.lock:
+        with self.writing, self.lock:
             plan = self.plan(plan_id)
             if not 0 <= n < len(plan.steps):
                 raise UnknownPlan(f"step: plan {plan_id} has no step {n} (steps 0 to {len(plan.steps) - 1})")
@@ -239,6 +273,7 @@ class Live:
                 plan = finished(plan, DONE)
             before = {v: dc.placement.get(v) for v in changed}
             dc.apply_placement(changed)
+            self.touched(*{pl.pm for pl in changed.values()}, *{pl.pm for pl in before.values() if pl})
             try:
                 with self.store.transaction() as db:
                     where = placement_json(dc.pms, changed)
@@ -262,6 +297,7 @@ class Live:
                 dc.remove(v)
                 dc.add_pending(vm)
         dc.apply_placement({v: pl for v, pl in before.items() if pl is not None})
+        self.touched(*range(len(dc.pms)))
 
     def _end(self, plan: LivePlan, status: str, reason: str) -> LivePlan:
         plan = finished(plan, status, reason)

@@ -24,7 +24,8 @@ IDLE_POLL_S = 1.0  # how often a waiting optimizer looks again (a plan running, 
 
 def run_check(payload: bytes) -> bytes:
     """In the worker: one check of the pickled (policy, state, now, locked); the policy and its Work."""
-    policy, dc, now, locked = pickle.loads(payload)
+    raw_policy, dc, now, locked = pickle.loads(payload)
+    policy = pickle.loads(raw_policy)
     work = policy.work(dc, now, locked)
     return pickle.dumps((policy, work), protocol=pickle.HIGHEST_PROTOCOL)
 
@@ -69,8 +70,10 @@ class Optimizer:
         with live.lock:
             if live.running_plan() is not None:
                 return None
-            payload = pickle.dumps((live.policy, live.dc.copy(), now, live.locked))
+            policy = pickle.dumps(live.policy)  # small; the state's copy is pickled outside the lock
+            dc, locked = live.dc.copy(), live.locked
             live.recording = []
+        payload = pickle.dumps((policy, dc, now, locked))
         try:
             policy, work = pickle.loads(self.pool.submit(run_check, payload).result())
         except BaseException:
@@ -78,5 +81,5 @@ class Optimizer:
                 live.recording = None
             raise
         self.checks += 1
-        with live.lock:
+        with live.writing, live.lock:
             return live.adopt(policy, work, now)
