@@ -33,12 +33,18 @@ class Server:
     """`origamig serve` in a child process; `stop()` ends it (SIGTERM), `kill()` with SIGKILL."""
 
     def __init__(
-        self, tmp: Path, seed: Path | None = None, state: Path | None = None, options: Sequence[str] = ()
+        self,
+        tmp: Path,
+        seed: Path | None = None,
+        state: Path | None = None,
+        options: Sequence[str] = (),
+        extra: Sequence[str] = (),
     ) -> None:
         self.tmp = tmp
         self.state = state or tmp / "state.db"
         self.seed = seed
         self.options = list(options)
+        self.extra = list(extra)  # more command-line arguments
         self.token_file = tmp / "token"
         self.token_file.write_text(TOKEN + "\n")
         self.proc: subprocess.Popen[str] | None = None
@@ -56,7 +62,7 @@ class Server:
             cmd += ["--from", str(self.seed)]
         for opt in self.options:
             cmd += ["-o", opt]
-        return cmd
+        return cmd + self.extra
 
     def start(self) -> Server:
         self.port = free_port()

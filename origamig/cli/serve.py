@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from origamig.cli.simulate import parse_options
+from origamig.errors import UserError
 from origamig.serve.run import DEFAULT_LISTEN, POLICY, ServeConfig, parse_listen, read_token, serve
 
 
@@ -21,6 +22,14 @@ def serve_command(
         typer.Option("--from", help="Snapshot JSON that seeds a new state (docs/formats.md#snapshot)."),
     ] = None,
     listen: Annotated[str, typer.Option("--listen", help="HOST:PORT to listen on.")] = DEFAULT_LISTEN,
+    clock: Annotated[
+        str,
+        typer.Option(
+            "--clock",
+            help="'wall' (the optimizer checks on its own) or 'replay' (the client sets the simulated "
+            "time with POST /v1/clock, to replay a request log as the simulator would).",
+        ),
+    ] = "wall",
     option: Annotated[
         list[str] | None,
         typer.Option(
@@ -29,10 +38,12 @@ def serve_command(
     ] = None,
 ) -> None:
     """Serve OrigaMIG online: VM requests, the live snapshot, and a Kubernetes scheduler extender."""
+    if clock not in ("wall", "replay"):
+        raise UserError(f"--clock: {clock!r} is not 'wall' or 'replay'")
     host, port = parse_listen(listen)
     token = read_token(token_file)
     options = parse_options(option or [], [POLICY])
-    serve(ServeConfig(state, seed, host, port, token, options))
+    serve(ServeConfig(state, seed, host, port, token, options, clock))
 
 
 def register(app: typer.Typer) -> None:

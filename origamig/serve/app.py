@@ -23,6 +23,7 @@ from origamig.files import parse_json_text
 from origamig.serve.k8s import filter_nodes, prioritize_nodes
 from origamig.serve.kubevirt import kubevirt_flow
 from origamig.serve.live import DuplicateVm, Live, StepConflict, UnknownPlan
+from origamig.serve.replay import ReplayClock
 from origamig.serve.requests import RequestError
 
 # Changes run in worker threads (their commit waits for the disk without holding up the event loop);
@@ -68,8 +69,8 @@ async def read_json(request: Request) -> Any:
         raise HttpError(400, exc.problems) from None
 
 
-def build_app(live: Live, token: str) -> Starlette:
-    """The service's application over `live`, guarded by bearer `token`."""
+def build_app(live: Live, token: str, clock: ReplayClock | None = None) -> Starlette:
+    """The service's application over `live`, guarded by bearer `token`; with `clock`, in replay mode."""
     expected = f"Bearer {token}".encode()
 
     def guarded(handler: Handler) -> Handler:
@@ -155,6 +156,16 @@ def build_app(live: Live, token: str) -> Starlette:
             specs = {**live.dc.pending, **live.dc.vms}
         return JSONResponse(kubevirt_flow(plan, specs, namespace))
 
+    async def set_clock(request: Request) -> Response:
+        if clock is None:
+            raise HttpError(404, "clock: the service runs on the wall clock (start it with --clock replay)")
+        body = await read_json(request)
+        now = body.get("now") if isinstance(body, dict) else None
+        if isinstance(now, bool) or not isinstance(now, int | float):
+            raise HttpError(400, f"now: {now!r} is not a number of seconds")
+        plans = await run_in_threadpool(clock.advance, float(now))
+        return JSONResponse({"now": clock.t, "plans": [p.to_json(pm_ids()) for p in plans]})
+
     routes = [
         Route("/healthz", healthz, methods=["GET"]),
         Route("/v1/snapshot", guarded(snapshot), methods=["GET"]),
@@ -165,6 +176,7 @@ def build_app(live: Live, token: str) -> Starlette:
         Route("/v1/plans/{plan_id}", guarded(get_plan), methods=["GET"]),
         Route("/v1/plans/{plan_id}/steps/{n}", guarded(ack_step), methods=["POST"]),
         Route("/v1/plans/{plan_id}/kubevirt", guarded(plan_kubevirt), methods=["GET"]),
+        Route("/v1/clock", guarded(set_clock), methods=["POST"]),
         Route("/k8s/filter", guarded(k8s_filter), methods=["POST"]),
         Route("/k8s/prioritize", guarded(k8s_prioritize), methods=["POST"]),
     ]

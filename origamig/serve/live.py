@@ -11,7 +11,7 @@ import copy
 import dataclasses
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -88,6 +88,9 @@ class Live:
         self.writing = threading.RLock()  # one change at a time, held until it is committed (then `lock`)
         self.pm_version = [0] * len(self.dc.pms)  # bumped whenever a PM's VMs change (`touched`)
         self.fit_cache: dict[Any, tuple[int, Any]] = {}  # the extender's verdicts, with the PM's version
+        # The policy's clock: wall seconds (a restart keeps counting), or a replay's simulated ones.
+        self.now: Callable[[], float] = time.time
+        self.held: tuple[Work, float] | None = None  # a replay's call that changed nothing, until then
         self.plans: dict[int, LivePlan] = {p["id"]: LivePlan.from_store(p, self.dc) for p in store.plans()}
         self.rejected: dict[str, str] = store.rejected()  # VM id → why the optimizer gave up on it
         self.works: dict[int, Work] = {}  # the call behind each running plan (not kept over a restart)
@@ -96,16 +99,12 @@ class Live:
 
     @property
     def locked(self) -> frozenset[int]:
-        """PMs that arrivals may not take: those of the running plan."""
-        return frozenset().union(*(p.pms for p in self.plans.values() if p.status == RUNNING))
+        """PMs that arrivals may not take: those of the running plan (or of a replay's held call)."""
+        held = self.held[0].pms if self.held is not None else frozenset()
+        return held.union(*(p.pms for p in self.plans.values() if p.status == RUNNING))
 
     def running_plan(self) -> LivePlan | None:
         return next((p for p in self.plans.values() if p.status == RUNNING), None)
-
-    @staticmethod
-    def now() -> float:
-        """The policy's clock: wall seconds (a restart keeps counting)."""
-        return time.time()
 
     # --- requests --------------------------------------------------------------------------------
     def arrive(self, raw: Any) -> Arrival:
@@ -190,10 +189,12 @@ class Live:
             self.pm_version[j] += 1
 
     # --- the optimizer's calls -------------------------------------------------------------------
-    def adopt(self, policy: Policy, work: Work | None, now: float) -> LivePlan | None:
+    def adopt(self, policy: Policy, work: Work | None, now: float, hold: bool = False) -> LivePlan | None:
         """Take the policy back from a call made on a copy of the state (the arrivals and departures
         seen meanwhile are told to it again, in order), drop the pending VMs the call rejected, and
-        turn an applied call into a running plan. Call with `writing` and `lock` held."""
+        turn an applied call into a running plan. With `hold` (a replay), a call without a plan
+        keeps its PMs until its modeled time has passed (`end_held`), as in the simulator. Call with
+        `writing` and `lock` held."""
         every_pm = frozenset(range(len(self.dc.pms)))
         for kind, what, t in self.recording or ():
             if kind == "arrive":  # for the policy's bookkeeping only (the VM was placed): with every
@@ -222,18 +223,19 @@ class Live:
                 rejected=rejected,
                 pms=frozenset(pms),
                 gain=work.call.gain if work.call is not None else None,
+                modeled_s=work.modeled_s,
             )
-        with self.store.transaction() as db:
-            for v in rejected:
-                self.store.reject_vm(db, v, REJECTED_BY_CALL.format(kind=work.kind))
-            if plan is not None:
+        if plan is not None:
+            with self.store.transaction() as db:
                 self.store.put_plan(db, plan.id, plan.to_store(self.dc))
-        for v in rejected:
-            self.dc.drop_pending(v)
-            del self.entries[v]
-            self.rejected[v] = REJECTED_BY_CALL.format(kind=work.kind)
+        if not hold:  # the call has ended (a replay's ends later: `end_held`, or with its plan)
+            self._reject(rejected, work.kind)
         if plan is None:
-            self.policy.finished(self.dc, work if not steps else replace(work, applied=False), now)
+            ended = work if not steps else replace(work, applied=False)
+            if hold:
+                self.held = (ended, now + work.modeled_s)
+            else:
+                self.policy.finished(self.dc, ended, now)
             return None
         self.plans[plan.id] = plan
         self.works[plan.id] = work
@@ -307,7 +309,30 @@ class Live:
         self._finished(plan, applied=False)
         return plan
 
+    def end_held(self) -> None:
+        """A replay's held call has run its modeled time: its rejections, and the policy is told."""
+        if self.held is not None:
+            work, _ = self.held
+            self.held = None
+            self._reject(work.rejected, work.kind)
+            self.policy.finished(self.dc, work, self.now())
+
+    def _reject(self, vms: tuple[str, ...], kind: str) -> None:
+        """Pending VMs a call gave up on leave the queue (those still in it)."""
+        gone = [v for v in vms if v in self.dc.pending]
+        if not gone:
+            return
+        why = REJECTED_BY_CALL.format(kind=kind)
+        with self.store.transaction() as db:
+            for v in gone:
+                self.store.reject_vm(db, v, why)
+        for v in gone:
+            self.dc.drop_pending(v)
+            del self.entries[v]
+            self.rejected[v] = why
+
     def _finished(self, plan: LivePlan, applied: bool) -> None:
+        self._reject(plan.rejected, plan.kind)
         work = self.works.pop(plan.id, None)
         if work is not None:
             self.policy.finished(self.dc, work if applied else replace(work, applied=False), self.now())

@@ -64,11 +64,12 @@ class Optimizer:
                 print(f"origamig serve: optimizer check failed: {exc!r}", file=sys.stderr, flush=True)
             due = None
 
-    def check(self, now: float) -> Any:
-        """One check at time `now`: the worker decides, the live state adopts (None when a plan runs)."""
+    def check(self, now: float, hold: bool = False) -> Any:
+        """One check at time `now`: the worker decides, the live state adopts (None when a plan runs).
+        `hold`: a replay's call without a plan keeps its PMs for its modeled time (`Live.adopt`)."""
         live = self.live
         with live.lock:
-            if live.running_plan() is not None:
+            if live.running_plan() is not None or live.held is not None:
                 return None
             policy = pickle.dumps(live.policy)  # small; the state's copy is pickled outside the lock
             dc, locked = live.dc.copy(), live.locked
@@ -82,4 +83,4 @@ class Optimizer:
             raise
         self.checks += 1
         with live.writing, live.lock:
-            return live.adopt(policy, work, now)
+            return live.adopt(policy, work, now, hold)

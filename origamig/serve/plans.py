@@ -40,6 +40,7 @@ class LivePlan:
     done: int = 0  # steps acknowledged done
     reason: str = ""
     gain: float | None = None
+    modeled_s: float = 0.0  # the call's deterministic time (docs/simulator.md); when a replay acknowledges it
 
     @property
     def next_step(self) -> int | None:
@@ -65,6 +66,7 @@ class LivePlan:
             "rejected": list(self.rejected),
             "pms": sorted(pm_ids[j] for j in self.pms),
             "gain": self.gain,
+            "modeled_s": self.modeled_s,
         }
 
     def to_store(self, dc: DataCenter) -> dict[str, Any]:
@@ -95,6 +97,7 @@ class LivePlan:
             done=doc["done"],
             reason=doc["reason"],
             gain=doc["gain"],
+            modeled_s=doc.get("modeled_s", 0.0),
         )
 
 

@@ -27,6 +27,7 @@ class ServeConfig:
     port: int
     token: str
     options: tuple[tuple[str, Any], ...] = ()
+    clock: str = "wall"  # or "replay": the client sets the clock (POST /v1/clock)
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -71,10 +72,12 @@ def serve(config: ServeConfig) -> None:
 
     from origamig.serve.app import build_app
     from origamig.serve.optimizer import Optimizer
+    from origamig.serve.replay import ReplayClock
 
     live = open_live(config.state, config.seed, config.options)
-    app = build_app(live, config.token)
     optimizer = Optimizer(live)
+    clock = ReplayClock(live, optimizer) if config.clock == "replay" else None
+    app = build_app(live, config.token, clock)
     dc = live.dc
     print(
         f"origamig serve: http://{config.host}:{config.port} — {len(dc.pms)} PMs, {len(dc.vms)} running, "
@@ -82,7 +85,8 @@ def serve(config: ServeConfig) -> None:
         file=sys.stderr,
         flush=True,
     )
-    optimizer.start()
+    if clock is None:
+        optimizer.start()
     try:
         uvicorn.run(app, host=config.host, port=config.port, log_level="warning", access_log=False)
     finally:
