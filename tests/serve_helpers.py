@@ -74,6 +74,7 @@ class Server:
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
+                self.log.close()
                 raise RuntimeError(f"server exited {self.proc.returncode}: {self.read_log()}")
             try:
                 if httpx.get(f"{self.url}/healthz", timeout=1.0).status_code == 200:

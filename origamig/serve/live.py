@@ -31,7 +31,7 @@ from origamig.serve.plans import (
 )
 from origamig.serve.requests import probe_document, read_vm_entry
 from origamig.serve.store import Store, StoreError
-from origamig.snapshot.document import Snapshot, parse_snapshot, placement_json, snapshot_document
+from origamig.snapshot.document import parse_snapshot, placement_json, snapshot_document
 
 REJECTED_BY_CALL = "an optimizer {kind} call found no place for it (it left the pending queue)"
 
@@ -357,10 +357,6 @@ class Live:
             doc = {**self.seed.document, "vms": [copy.deepcopy(e) for e in self.entries.values()]}
             placement = dict(self.dc.placement)
         return snapshot_document(dataclasses.replace(self.seed, document=doc), placement)
-
-    def snapshot(self) -> Snapshot:
-        """The live cluster as a validated `Snapshot` (read back from `document()`)."""
-        return parse_snapshot(_switched_on(self.document()))
 
 
 def _switched_on(document: Mapping[str, Any]) -> dict[str, Any]:

@@ -38,7 +38,6 @@ class Optimizer:
         self.stopping = threading.Event()
         self.pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
         self.thread = threading.Thread(target=self._loop, name="origamig-optimizer", daemon=True)
-        self.checks = 0
 
     def start(self) -> None:
         self.thread.start()
@@ -81,6 +80,5 @@ class Optimizer:
             with live.lock:
                 live.recording = None
             raise
-        self.checks += 1
         with live.writing, live.lock:
             return live.adopt(policy, work, now, hold)
