@@ -132,3 +132,15 @@ def test_a_new_state_without_from_is_refused(tmp_path: Path) -> None:
     srv = Server(tmp_path)
     with pytest.raises(RuntimeError, match="error: --from"):
         srv.start()
+    assert not srv.state.exists()
+
+
+def test_a_bad_seed_is_refused_and_leaves_no_state(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(
+        json.dumps({"version": 1, "pms": [{"id": "pm0", "cpu": -1, "ram_gb": 1, "gpus": []}], "vms": []})
+    )
+    srv = Server(tmp_path, seed=bad)
+    with pytest.raises(RuntimeError, match=r"error: pms\[0\]\.cpu"):
+        srv.start()
+    assert not srv.state.exists()

@@ -50,20 +50,32 @@ def read_token(path: Path) -> str:
 
 
 def open_live(state: Path, seed: Path | None, options: tuple[tuple[str, Any], ...] = ()) -> Live:
-    """The live cluster of `state`, seeded from `seed` when the state is new (else `seed` is unused)."""
+    """The live cluster of `state`, seeded from `seed` when the state is new (else `seed` is unused).
+    Everything is checked before a new state file is written: a refused start leaves none behind."""
     policy = make_policy(POLICY, **dict(options))
-    store = Store(state)
-    if not store.seeded():
+    snap = None
+    if not _seeded(state):
         if seed is None:
-            store.close()
             raise UserError(f"--from: {state} holds no state yet: give --from SNAPSHOT.json to seed it")
         if not seed.is_file():
-            store.close()
             raise UserError(f"--from: {seed}: no such file")
-        store.seed(load_snapshot(seed).document)
+        snap = load_snapshot(seed)
     elif seed is not None:
         print(f"origamig serve: {state} is already seeded; --from {seed} is not read again", file=sys.stderr)
+    store = Store(state)
+    if snap is not None:
+        store.seed(snap.document)
     return Live(store, policy)
+
+
+def _seeded(state: Path) -> bool:
+    if not state.exists():
+        return False
+    store = Store(state)
+    try:
+        return store.seeded()
+    finally:
+        store.close()
 
 
 def serve(config: ServeConfig) -> None:
