@@ -80,6 +80,13 @@ def test_kill_9_at_random_moments_then_restart(tmp_path: Path) -> None:
     seed = tmp_path / "seed.json"
     seed.write_text(json.dumps(SEED_DOC))
     srv = Server(tmp_path, seed=seed, options=OPTIONS)
+    try:
+        run_rounds(srv, rng)
+    finally:
+        srv.kill()
+
+
+def run_rounds(srv: Server, rng: random.Random) -> None:
     said: dict[str, Any] | None = None
     inflight: tuple | None = None
     names = itertools.count()

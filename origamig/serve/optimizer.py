@@ -11,15 +11,30 @@ simulator, no check is made while a plan runs; one call per check.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import pickle
 import sys
 import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from origamig.serve.live import Live
 
 IDLE_POLL_S = 1.0  # how often a waiting optimizer looks again (a plan running, a check not due)
+PARENT_POLL_S = 1.0  # how often the worker looks whether the service still runs
+
+
+def _exit_with(parent: int) -> None:
+    """In the worker: end it once the service's process is gone (killed, even by SIGKILL), instead
+    of waiting forever on a queue that nobody writes to any more."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="origamig-parent-watch", daemon=True).start()
 
 
 def run_check(payload: bytes) -> bytes:
@@ -36,7 +51,12 @@ class Optimizer:
     def __init__(self, live: Live) -> None:
         self.live = live
         self.stopping = threading.Event()
-        self.pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+        self.pool = ProcessPoolExecutor(
+            max_workers=1,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_exit_with,
+            initargs=(os.getpid(),),
+        )
         self.thread = threading.Thread(target=self._loop, name="origamig-optimizer", daemon=True)
 
     def start(self) -> None:
