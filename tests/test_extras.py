@@ -62,6 +62,16 @@ def test_scheduler_without_distributed_names_the_dask_extra(tmp_path: Path) -> N
     assert not out_file.exists()
 
 
+def test_serve_without_the_web_stack_names_the_serve_extra(tmp_path: Path) -> None:
+    token, state = tmp_path / "token", tmp_path / "state.db"
+    token.write_text("a-token-of-at-least-sixteen-characters\n")
+    args = ["serve", "--state", str(state), "--from", str(EXAMPLE), "--token-file", str(token)]
+    with _absent("starlette", "uvicorn"):
+        line = _one_error_line(*run_main(args), "serve")
+    assert line.startswith("error: origamig serve: starlette is not installed")
+    assert not state.exists()
+
+
 # Run in a fresh interpreter: an import hook refuses every optional package, as a core install would.
 _CORE_ONLY = """
 import importlib.abc, sys

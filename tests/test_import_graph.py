@@ -20,6 +20,7 @@ PACKAGE_NAME = "origamig"  # as a layer prefix it names origamig/__init__.py onl
 # layer with a prefix that names it.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("commands", ("origamig.cli",)),
+    ("the service", ("origamig.serve",)),
     ("the package's face: the public API", (PACKAGE_NAME,)),
     ("studies: many runs", ("origamig.study",)),
     ("simulation: one run", ("origamig.sim",)),

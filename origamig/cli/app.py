@@ -52,6 +52,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "check_plan",
         "Replay a migration plan step by step and report the first step that breaks a constraint.",
     ),
+    "serve": (
+        "serve",
+        "Serve OrigaMIG online: VM requests, the live snapshot, and a Kubernetes scheduler extender.",
+    ),
 }
 
 

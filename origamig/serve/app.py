@@ -1,0 +1,185 @@
+"""The HTTP routes of `origamig serve` (docs/service.md), a Starlette application over `Live`.
+
+Every route but `GET /healthz` needs `Authorization: Bearer <token>` (compared in constant time; 401
+otherwise). Bodies are JSON (`Content-Type: application/json`, else 415), at most `MAX_BODY` bytes
+(else 413), parsed strictly (no NaN, bounded nesting; else 400). A refused request changes nothing
+and gets `{"error": "<one line>", "problems": [...]}`, each problem naming the field and the value.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from origamig.errors import UserError
+from origamig.files import parse_json_text
+from origamig.serve.k8s import filter_nodes, prioritize_nodes
+from origamig.serve.kubevirt import kubevirt_flow
+from origamig.serve.live import DuplicateVm, Live, StepConflict, UnknownPlan
+from origamig.serve.replay import ReplayClock
+from origamig.serve.requests import RequestError
+
+# Changes run in worker threads (their commit waits for the disk without holding up the event loop);
+# reads run on the loop.
+MAX_BODY = 1 << 20  # bytes of a request body (a 5,000-node ExtenderArgs with whole Node objects fits)
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class HttpError(Exception):
+    """A refused request: its status code and its problems (one line each)."""
+
+    def __init__(self, status: int, problems: str | list[str]) -> None:
+        self.status = status
+        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        super().__init__("; ".join(self.problems))
+
+
+def error_response(status: int, problems: list[str]) -> JSONResponse:
+    return JSONResponse({"error": "; ".join(problems), "problems": problems}, status_code=status)
+
+
+async def read_json(request: Request) -> Any:
+    """The request's JSON body, refused with 415, 413 or 400."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/json":
+        raise HttpError(415, f"Content-Type: {kind or 'none'!r} is not application/json")
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
+        raise HttpError(413, f"body: {declared} bytes is more than the limit of {MAX_BODY}")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY:
+            raise HttpError(413, f"body: more than the limit of {MAX_BODY} bytes")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise HttpError(400, "body: not UTF-8 text") from None
+    try:
+        return parse_json_text(text, "body", RequestError)
+    except RequestError as exc:
+        raise HttpError(400, exc.problems) from None
+
+
+def build_app(live: Live, token: str, clock: ReplayClock | None = None) -> Starlette:
+    """The service's application over `live`, guarded by bearer `token`; with `clock`, in replay mode."""
+    expected = f"Bearer {token}".encode()
+
+    def guarded(handler: Handler) -> Handler:
+        async def run(request: Request) -> Response:
+            given = request.headers.get("authorization", "").encode()
+            if not hmac.compare_digest(given, expected):
+                return error_response(401, ["Authorization: missing or wrong bearer token"])
+            try:
+                return await handler(request)
+            except HttpError as exc:
+                return error_response(exc.status, exc.problems)
+            except (DuplicateVm, StepConflict) as exc:
+                return error_response(409, exc.problems)
+            except UnknownPlan as exc:
+                return error_response(404, exc.problems)
+            except UserError as exc:
+                return error_response(400, exc.problems)
+
+        return run
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def snapshot(request: Request) -> Response:
+        return JSONResponse(live.document())
+
+    async def post_vm(request: Request) -> Response:
+        arrival = await run_in_threadpool(live.arrive, await read_json(request))
+        status = {"placed": 201, "pending": 202, "rejected": 422}[arrival.status]
+        return JSONResponse(arrival.to_json(), status_code=status)
+
+    async def get_vm(request: Request) -> Response:
+        vm_id = request.path_params["vm_id"]
+        status = live.vm_status(vm_id)
+        if status is None:
+            raise HttpError(404, f"id: {vm_id!r} is not a VM of the service")
+        return JSONResponse(status)
+
+    async def delete_vm(request: Request) -> Response:
+        vm_id = request.path_params["vm_id"]
+        if not await run_in_threadpool(live.depart, vm_id):
+            raise HttpError(404, f"id: {vm_id!r} is not a VM of the service")
+        return Response(status_code=204)
+
+    async def k8s_filter(request: Request) -> Response:
+        return JSONResponse(filter_nodes(live, await read_json(request)))
+
+    async def k8s_prioritize(request: Request) -> Response:
+        return JSONResponse(prioritize_nodes(live, await read_json(request)))
+
+    def plan_id(request: Request) -> int:
+        raw = request.path_params["plan_id"]
+        if not raw.isdigit():
+            raise HttpError(404, f"plan: {raw!r} is not a plan id")
+        return int(raw)
+
+    def pm_ids() -> list[str]:
+        return [pm.id for pm in live.dc.pms]
+
+    async def list_plans(request: Request) -> Response:
+        with live.lock:
+            ids = sorted(live.plans)
+        return JSONResponse({"plans": [live.plan(i).to_json(pm_ids()) for i in ids]})
+
+    async def get_plan(request: Request) -> Response:
+        return JSONResponse(live.plan(plan_id(request)).to_json(pm_ids()))
+
+    async def ack_step(request: Request) -> Response:
+        body = await read_json(request)
+        result = body.get("result") if isinstance(body, dict) else None
+        if result not in ("done", "failed"):
+            raise HttpError(400, f'result: {result!r} is not "done" or "failed"')
+        raw = request.path_params["n"]
+        if not raw.isdigit():
+            raise HttpError(404, f"step: {raw!r} is not a step number")
+        plan = await run_in_threadpool(live.acknowledge, plan_id(request), int(raw), result)
+        return JSONResponse(plan.to_json(pm_ids()))
+
+    async def plan_kubevirt(request: Request) -> Response:
+        plan = live.plan(plan_id(request))
+        namespace = request.query_params.get("namespace", "default")
+        with live.lock:
+            specs = {**live.dc.pending, **live.dc.vms}
+        return JSONResponse(kubevirt_flow(plan, specs, namespace))
+
+    async def set_clock(request: Request) -> Response:
+        if clock is None:
+            raise HttpError(404, "clock: the service runs on the wall clock (start it with --clock replay)")
+        body = await read_json(request)
+        now = body.get("now") if isinstance(body, dict) else None
+        if isinstance(now, bool) or not isinstance(now, int | float):
+            raise HttpError(400, f"now: {now!r} is not a number of seconds")
+        plans = await run_in_threadpool(clock.advance, float(now))
+        return JSONResponse({"now": clock.t, "plans": [p.to_json(pm_ids()) for p in plans]})
+
+    routes = [
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/v1/snapshot", guarded(snapshot), methods=["GET"]),
+        Route("/v1/vms", guarded(post_vm), methods=["POST"]),
+        Route("/v1/vms/{vm_id:path}", guarded(delete_vm), methods=["DELETE"]),
+        Route("/v1/vms/{vm_id:path}", guarded(get_vm), methods=["GET"]),
+        Route("/v1/plans", guarded(list_plans), methods=["GET"]),
+        Route("/v1/plans/{plan_id}", guarded(get_plan), methods=["GET"]),
+        Route("/v1/plans/{plan_id}/steps/{n}", guarded(ack_step), methods=["POST"]),
+        Route("/v1/plans/{plan_id}/kubevirt", guarded(plan_kubevirt), methods=["GET"]),
+        Route("/v1/clock", guarded(set_clock), methods=["POST"]),
+        Route("/k8s/filter", guarded(k8s_filter), methods=["POST"]),
+        Route("/k8s/prioritize", guarded(k8s_prioritize), methods=["POST"]),
+    ]
+    app = Starlette(routes=routes)
+    app.state.live = live
+    return app

@@ -1,0 +1,155 @@
+"""The Kubernetes scheduler extender (docs/service.md#kubernetes-scheduler-extender): `filter` and
+`prioritize` on kube-scheduler's `ExtenderArgs`, answered from the live state with the policy's
+arrival rule, PM by PM — the exact, start-slice-aware fit, no solver.
+
+A node name is a snapshot PM id. A pod asks for GIs through container resources
+`nvidia.com/mig-<profile>` (`requests.pod_entry`). Filter keeps the nodes where the rule places every
+GI; prioritize scores them 10 (the PM the rule itself would pick) down to 1 by the rule's own order,
+0 where the pod does not fit. A pod without MIG resources is not judged: every node passes, scores 0.
+Both only read the state: the pod is placed when the VM platform posts it (`POST /v1/vms`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import MILLI, Placement, VmSpec
+from origamig.policies.arrival_rule import default_fit_on_pm, gi_order
+from origamig.policies.tc.rule import tc_fit_on_pm
+from origamig.serve.live import Live
+from origamig.serve.requests import RequestError, pod_entry, read_vm_entry
+
+MAX_PRIORITY = 10  # kube-scheduler's MaxExtenderPriority
+
+PmFit = Callable[[DataCenter, int, VmSpec, tuple[int, ...]], "tuple[Any, Placement] | None"]
+
+
+def _first_fit_on_pm(
+    dc: DataCenter, j: int, vm: VmSpec, order: tuple[int, ...]
+) -> tuple[int, Placement] | None:
+    pl = default_fit_on_pm(dc, j, vm, order)
+    return None if pl is None else (0, pl)
+
+
+# The per-PM fit of each arrival rule of the OrigaMIG policy (`arrival`): key (lower is preferred,
+# ties to the lower PM) and placement, or None.
+ARRIVAL_FITS: dict[str, PmFit] = {"ff": _first_fit_on_pm, "tc": tc_fit_on_pm}
+
+
+def arrival_fit(live: Live) -> PmFit:
+    """The per-PM fit of the live policy's arrival rule (first fit for a policy without `arrival`)."""
+    return ARRIVAL_FITS[getattr(live.policy, "arrival", "ff")]
+
+
+def candidate_names(args: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]] | None]:
+    """The node names of `ExtenderArgs`, and the `Nodes.Items` objects when the nodes came whole."""
+    names = args.get("NodeNames")
+    if names is not None:
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise RequestError("NodeNames: expected a list of node names")
+        return list(names), None
+    nodes = args.get("Nodes")
+    items = nodes.get("items") if isinstance(nodes, dict) else None
+    if not isinstance(items, list):
+        raise RequestError("Nodes.items: expected a list of nodes (or give NodeNames)")
+    out = []
+    for n, node in enumerate(items):
+        name = (node.get("metadata") or {}).get("name") if isinstance(node, dict) else None
+        if not isinstance(name, str):
+            raise RequestError(f"Nodes.items[{n}].metadata.name: expected a string")
+        out.append(name)
+    return out, items
+
+
+def _pod_vm(live: Live, args: Any) -> VmSpec:
+    if not isinstance(args, dict):
+        raise RequestError("body: expected ExtenderArgs (an object with Pod and Nodes or NodeNames)")
+    entry = pod_entry(args.get("Pod"))
+    try:
+        return read_vm_entry(entry, live.probe)
+    except RequestError as exc:
+        raise RequestError([f"Pod: {line}" for line in exc.problems]) from None
+
+
+def _verdicts(live: Live, vm: VmSpec, names: list[str]) -> dict[str, tuple[Any, str]]:
+    """Per node: (the rule's key, "") when the pod fits there, else (None, why not).
+
+    A PM's verdict for a VM shape (CPU, RAM, profiles) is kept until the PM's VMs change
+    (`Live.touched`): a cluster changes a few PMs per request, kube-scheduler asks about all of them."""
+    fit = arrival_fit(live)
+    order = gi_order(vm)
+    shape = (vm.cpu_m, vm.ram_mb, tuple((p.gpu_model, p.name) for p in vm.gis))
+    cache = live.fit_cache
+    if len(cache) > CACHE_LIMIT:
+        cache.clear()
+    out: dict[str, tuple[Any, str]] = {}
+    with live.lock:
+        dc = live.dc
+        locked = live.locked
+        of_class = set(dc.class_pms.get(vm.gpu_class, ()))
+        for name in names:
+            j = dc.index.get(name)
+            if j is None:
+                out[name] = (None, "not a PM of the origamig snapshot")
+            elif j in locked:
+                out[name] = (None, "held by a running migration plan")
+            elif j not in of_class:
+                out[name] = (None, f"no GPU of class {vm.gpu_class}")
+            else:
+                hit = cache.get((shape, j))
+                if hit is None or hit[0] != live.pm_version[j]:
+                    hit = (live.pm_version[j], _verdict(dc, j, vm, order, fit))
+                    cache[(shape, j)] = hit
+                out[name] = hit[1]
+    return out
+
+
+CACHE_LIMIT = 200_000  # (shape, PM) verdicts kept before the cache starts over
+
+
+def _verdict(dc: DataCenter, j: int, vm: VmSpec, order: tuple[int, ...], fit: PmFit) -> tuple[Any, str]:
+    if not dc.fits_resources(vm, j):
+        free = f"{dc.free_cpu_m(j) / MILLI:g} cores and {dc.free_ram_mb(j) / MILLI:g} GB"
+        return (None, f"needs {vm.cpu:g} cores and {vm.ram_gb:g} GB; free {free}")
+    hit = fit(dc, j, vm, order)
+    if hit is None:
+        return (None, f"no free permitted start slices for every GI ({', '.join(p.name for p in vm.gis)})")
+    return ((hit[0], j), "")
+
+
+def filter_nodes(live: Live, args: Any) -> dict[str, Any]:
+    """`ExtenderFilterResult` for `ExtenderArgs` `args` (a bad pod is reported in `Error`)."""
+    names, items = candidate_names(args if isinstance(args, dict) else {})
+    try:
+        vm = _pod_vm(live, args)
+    except RequestError as exc:
+        return {"Nodes": None, "NodeNames": None, "FailedNodes": {}, "FailedAndUnresolvableNodes": {},
+                "Error": "; ".join(exc.problems)}  # fmt: skip
+    verdict = _verdicts(live, vm, names) if vm.gis else {n: (0, "") for n in names}
+    passed = [n for n in names if verdict[n][0] is not None]
+    failed = {n: verdict[n][1] for n in names if verdict[n][0] is None}
+    result: dict[str, Any] = {"FailedNodes": failed, "FailedAndUnresolvableNodes": {}, "Error": ""}
+    if items is None:
+        result.update(Nodes=None, NodeNames=passed)
+    else:
+        keep = set(passed)
+        result.update(
+            Nodes={"metadata": {}, "items": [i for i, n in zip(items, names, strict=True) if n in keep]},
+            NodeNames=None,
+        )
+    return result
+
+
+def prioritize_nodes(live: Live, args: Any) -> list[dict[str, Any]]:
+    """`HostPriorityList`: 10 for the PM the arrival rule picks, down to 1 in the rule's order, 0 where
+    the pod does not fit (or has no MIG resources)."""
+    names, _ = candidate_names(args if isinstance(args, dict) else {})
+    vm = _pod_vm(live, args)
+    if not vm.gis:
+        return [{"Host": n, "Score": 0} for n in names]
+    verdict = _verdicts(live, vm, names)
+    ranked = sorted((verdict[n][0], n) for n in names if verdict[n][0] is not None)
+    score = {n: MAX_PRIORITY - (MAX_PRIORITY * r) // len(ranked) for r, (_, n) in enumerate(ranked)}
+    return [{"Host": n, "Score": score.get(n, 0)} for n in names]

@@ -1,0 +1,367 @@
+"""The live cluster behind the service: the stored state as a `DataCenter`, driven by a policy through
+its Protocol (`policies/base.py`) exactly as the simulator drives it.
+
+Every change takes the lock, is checked on the `DataCenter` first (which refuses anything that breaks
+a constraint), then committed to the store, and only then reported; a store failure undoes it.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import Placement
+from origamig.errors import SnapshotError, UserError
+from origamig.policies.base import Deferred, Placed, Policy, Rejection, Work
+from origamig.serve.plans import (
+    ABORTED,
+    DONE,
+    FAILED,
+    RUNNING,
+    LivePlan,
+    finished,
+    placement_after,
+    step_problem,
+)
+from origamig.serve.requests import probe_document, read_vm_entry
+from origamig.serve.store import Store, StoreError
+from origamig.snapshot.document import parse_snapshot, placement_json, snapshot_document
+
+REJECTED_BY_CALL = "an optimizer {kind} call found no place for it (it left the pending queue)"
+
+
+class DuplicateVm(UserError):
+    """A request whose VM id the service already knows (HTTP 409)."""
+
+
+class UnknownPlan(UserError):
+    """A plan id (or step number) the service does not have (HTTP 404)."""
+
+
+class StepConflict(UserError):
+    """An acknowledgement of a step that is not the plan's next one (HTTP 409)."""
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """What became of a VM request: `placed` (with its snapshot placement), `pending` (waits for the
+    optimizer) or `rejected` (fits nowhere and will not wait), and why."""
+
+    vm: str
+    status: str
+    placement: Mapping[str, Any] | None = None
+    reason: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.vm, "status": self.status}
+        if self.placement is not None:
+            out["placement"] = self.placement
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+
+class Live:
+    """The stored state, in memory, and the policy that places arrivals on it."""
+
+    def __init__(self, store: Store, policy: Policy) -> None:
+        self.store = store
+        self.policy = policy
+        document = store.document()
+        try:
+            snap = parse_snapshot(_switched_on(document))
+        except SnapshotError as exc:
+            raise StoreError([f"--state: {store.path}: {line}" for line in exc.problems]) from None
+        self.entries: dict[str, dict[str, Any]] = {
+            vm["id"]: {k: v for k, v in vm.items() if k != "placement"} for vm in document["vms"]
+        }
+        self.seed = dataclasses.replace(snap, document={k: v for k, v in document.items() if k != "vms"})
+        self.dc: DataCenter = snap.datacenter()
+        self.probe = probe_document(document)
+        self.lock = threading.RLock()  # the in-memory state: held briefly, by readers too
+        self.writing = threading.RLock()  # one change at a time, held until it is committed (then `lock`)
+        self.pm_version = [0] * len(self.dc.pms)  # bumped whenever a PM's VMs change (`touched`)
+        self.fit_cache: dict[Any, tuple[int, Any]] = {}  # the extender's verdicts, with the PM's version
+        # The policy's clock: wall seconds (a restart keeps counting), or a replay's simulated ones.
+        self.now: Callable[[], float] = time.time
+        self.held: tuple[Work, float] | None = None  # a replay's call that changed nothing, until then
+        self.plans: dict[int, LivePlan] = {p["id"]: LivePlan.from_store(p, self.dc) for p in store.plans()}
+        self.rejected: dict[str, str] = store.rejected()  # VM id → why the optimizer gave up on it
+        self.works: dict[int, Work] = {}  # the call behind each running plan (not kept over a restart)
+        # Arrivals and departures seen while a call runs elsewhere, replayed on the policy it returns.
+        self.recording: list[tuple[str, Any, float]] | None = None
+
+    @property
+    def locked(self) -> frozenset[int]:
+        """PMs that arrivals may not take: those of the running plan (or of a replay's held call)."""
+        held = self.held[0].pms if self.held is not None else frozenset()
+        return held.union(*(p.pms for p in self.plans.values() if p.status == RUNNING))
+
+    def running_plan(self) -> LivePlan | None:
+        return next((p for p in self.plans.values() if p.status == RUNNING), None)
+
+    # --- requests --------------------------------------------------------------------------------
+    def arrive(self, raw: Any) -> Arrival:
+        """Place, queue or reject VM request `raw` (a snapshot VM entry without placement)."""
+        vm = read_vm_entry(raw, self.probe)
+        entry = copy.deepcopy(raw)
+        with self.writing:
+            with self.lock:
+                dc = self.dc
+                if vm.id in dc.vms or vm.id in dc.pending:
+                    raise DuplicateVm(f"id: {vm.id!r} is already known")
+                now = self.now()
+                decision = self.policy.arrive(dc, vm, now, self.locked)
+                if isinstance(decision, Rejection):
+                    return Arrival(vm.id, "rejected", reason=decision.reason)
+                if isinstance(decision, Placed):
+                    dc.place(vm, decision.placement)
+                    self.touched(decision.placement.pm)
+                    where = placement_json(dc.pms, {vm.id: decision.placement})[vm.id]
+                else:
+                    dc.add_pending(vm)
+                    where = None
+                self.entries[vm.id] = entry
+            try:  # outside the state lock: readers go on while the change is made durable
+                with self.store.transaction() as db:
+                    self.store.add_vm(db, entry, where)
+            except BaseException:
+                with self.lock:
+                    del self.entries[vm.id]
+                    if vm.id in dc.vms:
+                        self.touched(dc.remove(vm.id).pm)
+                    else:
+                        dc.drop_pending(vm.id)
+                raise
+            with self.lock:
+                self.rejected.pop(vm.id, None)
+                if self.recording is not None:
+                    self.recording.append(("arrive", vm, now))
+        if isinstance(decision, Deferred):
+            return Arrival(vm.id, "pending", reason=decision.reason)
+        return Arrival(vm.id, "placed", placement=where)
+
+    def depart(self, vm_id: str) -> bool:
+        """Remove VM `vm_id` (running or pending); False when the service does not know it."""
+        with self.writing:
+            with self.lock:
+                dc = self.dc
+                if vm_id not in dc.vms and vm_id not in dc.pending:
+                    return False
+                entry = self.entries.pop(vm_id)
+                if vm_id in dc.pending:
+                    order = list(dc.pending)
+                    spec, where = dc.drop_pending(vm_id), None
+                else:
+                    spec, where = dc.vms[vm_id], dc.remove(vm_id)
+                    self.touched(where.pm)
+            try:  # outside the state lock, as in `arrive`
+                with self.store.transaction() as db:
+                    self.store.remove_vm(db, vm_id)
+            except BaseException:
+                with self.lock:
+                    self.entries[vm_id] = entry
+                    if where is not None:
+                        dc.place(spec, where)
+                        self.touched(where.pm)
+                    else:  # back to its place in the queue
+                        rest = [dc.drop_pending(v) for v in order[order.index(vm_id) + 1 :]]
+                        for back in (spec, *rest):
+                            dc.add_pending(back)
+                raise
+            if where is not None:
+                with self.lock:
+                    now = self.now()
+                    self.policy.depart(dc, vm_id, now)
+                    if self.recording is not None:
+                        self.recording.append(("depart", vm_id, now))
+            return True
+
+    def touched(self, *pms: int) -> None:
+        """PMs whose VMs changed: extender answers cached for them are stale."""
+        for j in pms:
+            self.pm_version[j] += 1
+
+    # --- the optimizer's calls -------------------------------------------------------------------
+    def adopt(self, policy: Policy, work: Work | None, now: float, hold: bool = False) -> LivePlan | None:
+        """Take the policy back from a call made on a copy of the state (the arrivals and departures
+        seen meanwhile are told to it again, in order), drop the pending VMs the call rejected, and
+        turn an applied call into a running plan. With `hold` (a replay), a call without a plan
+        keeps its PMs until its modeled time has passed (`end_held`), as in the simulator. Call with
+        `writing` and `lock` held."""
+        every_pm = frozenset(range(len(self.dc.pms)))
+        for kind, what, t in self.recording or ():
+            if kind == "arrive":  # for the policy's bookkeeping only (the VM was placed): with every
+                policy.arrive(self.dc, what, t, every_pm)  # PM held, its rule looks at none
+            else:
+                policy.depart(self.dc, what, t)
+        self.recording = None
+        self.policy = policy
+        if work is None:
+            return None
+        rejected = tuple(v for v in work.rejected if v in self.dc.pending)
+        steps = tuple(s.to_dict() for s in work.plan.steps) if work.plan is not None else ()
+        plan = None
+        if work.applied and steps:
+            dc = self.dc
+            pms = set(work.pms)
+            pms.update(dc.index[s[k]] for s in steps for k in ("pm", "from", "to") if k in s)
+            moved = {str(s["vm"]) for s in steps if "vm" in s}
+            plan = LivePlan(
+                id=max(self.plans, default=0) + 1,
+                kind=work.kind,
+                created_s=now,
+                steps=steps,
+                base={v: pl for v, pl in dc.placement.items() if v in moved},
+                admitted=tuple(v for v in work.admitted if v in dc.pending),
+                rejected=rejected,
+                pms=frozenset(pms),
+                gain=work.call.gain if work.call is not None else None,
+                modeled_s=work.modeled_s,
+            )
+        if plan is not None:
+            with self.store.transaction() as db:
+                self.store.put_plan(db, plan.id, plan.to_store(self.dc))
+        if not hold:  # the call has ended (a replay's ends later: `end_held`, or with its plan)
+            self._reject(rejected, work.kind)
+        if plan is None:
+            ended = work if not steps else replace(work, applied=False)
+            if hold:
+                self.held = (ended, now + work.modeled_s)
+            else:
+                self.policy.finished(self.dc, ended, now)
+            return None
+        self.plans[plan.id] = plan
+        self.works[plan.id] = work
+        return plan
+
+    def plan(self, plan_id: int) -> LivePlan:
+        """The plan, its next step checked against the live state first: a step that no longer fits
+        aborts the plan (the optimizer then replans from the real state)."""
+        with self.writing, self.lock:
+            plan = self.plans.get(plan_id)
+            if plan is None:
+                raise UnknownPlan(f"plan: {plan_id} is not a plan of the service")
+            n = plan.next_step
+            if n is not None:
+                problem = step_problem(self.dc, plan, n)
+                if problem is not None:
+                    plan = self._end(plan, ABORTED, f"step {n} no longer fits the live state: {problem}")
+            return plan
+
+    def acknowledge(self, plan_id: int, n: int, result: str) -> LivePlan:
+        """Step n of the plan was carried out (`done`) or not (`failed`): the state moves only on
+        `done`, after the step is checked once more; `failed` aborts the rest of the plan."""
+        with self.writing, self.lock:
+            plan = self.plan(plan_id)
+            if not 0 <= n < len(plan.steps):
+                raise UnknownPlan(f"step: plan {plan_id} has no step {n} (steps 0 to {len(plan.steps) - 1})")
+            if plan.next_step != n:
+                state = f"its next step is {plan.next_step}" if plan.next_step is not None else plan.status
+                raise StepConflict(f"step: {n} is not the next step of plan {plan_id} ({state})")
+            if result == "failed":
+                return self._end(plan, FAILED, f"step {n} failed")
+            dc = self.dc
+            target = placement_after(dc, plan, n + 1)
+            changed = {v: pl for v, pl in target.items() if dc.placement.get(v) != pl}
+            plan = replace(plan, done=n + 1)
+            if plan.done == len(plan.steps):
+                plan = finished(plan, DONE)
+            before = {v: dc.placement.get(v) for v in changed}
+            dc.apply_placement(changed)
+            self.touched(*{pl.pm for pl in changed.values()}, *{pl.pm for pl in before.values() if pl})
+            try:
+                with self.store.transaction() as db:
+                    where = placement_json(dc.pms, changed)
+                    for v in changed:
+                        self.store.set_placement(db, v, where[v])
+                    self.store.put_plan(db, plan.id, plan.to_store(dc))
+            except BaseException:
+                self._undo(before)
+                raise
+            self.plans[plan.id] = plan
+            if plan.status == DONE:
+                self._finished(plan, applied=True)
+            return plan
+
+    def _undo(self, before: Mapping[str, Placement | None]) -> None:
+        """Put VMs back where they were (`None`: pending, queued again) after the store refused a change."""
+        dc = self.dc
+        for v, pl in before.items():
+            if pl is None:
+                vm = dc.vms[v]
+                dc.remove(v)
+                dc.add_pending(vm)
+        dc.apply_placement({v: pl for v, pl in before.items() if pl is not None})
+        self.touched(*range(len(dc.pms)))
+
+    def _end(self, plan: LivePlan, status: str, reason: str) -> LivePlan:
+        plan = finished(plan, status, reason)
+        with self.store.transaction() as db:
+            self.store.put_plan(db, plan.id, plan.to_store(self.dc))
+        self.plans[plan.id] = plan
+        self._finished(plan, applied=False)
+        return plan
+
+    def end_held(self) -> None:
+        """A replay's held call has run its modeled time: its rejections, and the policy is told."""
+        if self.held is not None:
+            work, _ = self.held
+            self.held = None
+            self._reject(work.rejected, work.kind)
+            self.policy.finished(self.dc, work, self.now())
+
+    def _reject(self, vms: tuple[str, ...], kind: str) -> None:
+        """Pending VMs a call gave up on leave the queue (those still in it)."""
+        gone = [v for v in vms if v in self.dc.pending]
+        if not gone:
+            return
+        why = REJECTED_BY_CALL.format(kind=kind)
+        with self.store.transaction() as db:
+            for v in gone:
+                self.store.reject_vm(db, v, why)
+        for v in gone:
+            self.dc.drop_pending(v)
+            del self.entries[v]
+            self.rejected[v] = why
+
+    def _finished(self, plan: LivePlan, applied: bool) -> None:
+        self._reject(plan.rejected, plan.kind)
+        work = self.works.pop(plan.id, None)
+        if work is not None:
+            self.policy.finished(self.dc, work if applied else replace(work, applied=False), self.now())
+
+    # --- reading ---------------------------------------------------------------------------------
+    def vm_status(self, vm_id: str) -> dict[str, Any] | None:
+        """`{"id", "status": running | pending | rejected, "placement" | "reason"}`, None if unknown."""
+        with self.lock:
+            dc = self.dc
+            if vm_id in dc.placement:
+                where = placement_json(dc.pms, {vm_id: dc.placement[vm_id]})[vm_id]
+                return {"id": vm_id, "status": "running", "placement": where}
+            if vm_id in dc.pending:
+                return {"id": vm_id, "status": "pending"}
+            if vm_id in self.rejected:
+                return {"id": vm_id, "status": "rejected", "reason": self.rejected[vm_id]}
+        return None
+
+    def document(self) -> dict[str, Any]:
+        """The live cluster as a snapshot document (docs/formats.md#snapshot)."""
+        with self.lock:
+            doc = {**self.seed.document, "vms": [copy.deepcopy(e) for e in self.entries.values()]}
+            placement = dict(self.dc.placement)
+        return snapshot_document(dataclasses.replace(self.seed, document=doc), placement)
+
+
+def _switched_on(document: Mapping[str, Any]) -> dict[str, Any]:
+    """`document` with every PM switched on: the service switches PMs on and off as VMs come and
+    go, as the simulator does (`sim/start.py`); `GET /v1/snapshot` says which ones host nothing."""
+    doc = dict(document)
+    doc["pms"] = [{k: v for k, v in pm.items() if k != "powered_off"} for pm in document.get("pms", [])]
+    return doc

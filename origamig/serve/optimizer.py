@@ -1,0 +1,104 @@
+"""The background optimizer: the policy's periodic work on the live state, in a worker process.
+
+At each time the policy asks for (`next_check`), when no plan is running, the policy and a copy of
+the state are sent to a worker process, which runs `policy.work` there (Algorithm 1's triggers, the
+neighborhood, the restricted BILP, the executor) and sends back the policy and its `Work`. The API
+keeps answering meanwhile; the arrivals and departures it saw are told to the returned policy
+(`Live.adopt`), and an applied call becomes the plan the VM platform runs step by step. As in the
+simulator, no check is made while a plan runs; one call per check.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import sys
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+from origamig.serve.live import Live
+
+IDLE_POLL_S = 1.0  # how often a waiting optimizer looks again (a plan running, a check not due)
+PARENT_POLL_S = 1.0  # how often the worker looks whether the service still runs
+
+
+def _exit_with(parent: int) -> None:
+    """In the worker: end it once the service's process is gone (killed, even by SIGKILL), instead
+    of waiting forever on a queue that nobody writes to any more."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="origamig-parent-watch", daemon=True).start()
+
+
+def run_check(payload: bytes) -> bytes:
+    """In the worker: one check of the pickled (policy, state, now, locked); the policy and its Work."""
+    raw_policy, dc, now, locked = pickle.loads(payload)
+    policy = pickle.loads(raw_policy)
+    work = policy.work(dc, now, locked)
+    return pickle.dumps((policy, work), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+class Optimizer:
+    """A thread that makes the policy's checks, each in the worker process."""
+
+    def __init__(self, live: Live) -> None:
+        self.live = live
+        self.stopping = threading.Event()
+        self.pool = ProcessPoolExecutor(
+            max_workers=1,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_exit_with,
+            initargs=(os.getpid(),),
+        )
+        self.thread = threading.Thread(target=self._loop, name="origamig-optimizer", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.thread.join(timeout=30)
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+    def _loop(self) -> None:
+        live = self.live
+        due: float | None = None
+        while not self.stopping.is_set():
+            with live.lock:
+                if due is None and live.running_plan() is None:
+                    due = live.policy.next_check(live.now())
+            wait = IDLE_POLL_S if due is None else min(max(due - live.now(), 0.0), IDLE_POLL_S)
+            if self.stopping.wait(wait) or due is None or live.now() < due:
+                continue
+            try:
+                self.check(due)
+            except Exception as exc:  # a failed call is reported and the next check comes as usual
+                print(f"origamig serve: optimizer check failed: {exc!r}", file=sys.stderr, flush=True)
+            due = None
+
+    def check(self, now: float, hold: bool = False) -> Any:
+        """One check at time `now`: the worker decides, the live state adopts (None when a plan runs).
+        `hold`: a replay's call without a plan keeps its PMs for its modeled time (`Live.adopt`)."""
+        live = self.live
+        with live.lock:
+            if live.running_plan() is not None or live.held is not None:
+                return None
+            policy = pickle.dumps(live.policy)  # small; the state's copy is pickled outside the lock
+            dc, locked = live.dc.copy(), live.locked
+            live.recording = []
+        payload = pickle.dumps((policy, dc, now, locked))
+        try:
+            policy, work = pickle.loads(self.pool.submit(run_check, payload).result())
+        except BaseException:
+            with live.lock:
+                live.recording = None
+            raise
+        with live.writing, live.lock:
+            return live.adopt(policy, work, now, hold)

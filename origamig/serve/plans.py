@@ -1,0 +1,140 @@
+"""Plans the service hands out step by step (docs/service.md#plans): their record, and each step
+judged against the live state by the independent replay (`judge/replay.py`).
+
+A plan starts from the placement its VMs had when it was made (`base`). The state of the cluster
+after its first n acknowledged steps is the replay of those steps from that base, with every VM the
+plan does not name where it runs *now*: VMs that arrived or left meanwhile are judged too. A step is
+handed out, and applied when acknowledged, only if that replay accepts it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import GiSlot, Placement
+from origamig.judge.replay import ReplayResult, replay_plan
+from origamig.snapshot.document import placement_json
+
+# A plan's life: running (steps being handed out) → done (every step acknowledged), failed (a step
+# was reported failed: the rest is aborted) or aborted (a step no longer fits the live state).
+RUNNING, DONE, FAILED, ABORTED = "running", "done", "failed", "aborted"
+STEP_DONE, STEP_FAILED, STEP_PENDING, STEP_ABORTED = "done", "failed", "pending", "aborted"
+
+
+@dataclass(frozen=True)
+class LivePlan:
+    """A plan of the background optimizer and how far it got."""
+
+    id: int
+    kind: str  # the call that made it: admission | consolidation
+    created_s: float
+    steps: tuple[Mapping[str, Any], ...]  # docs/formats.md#plan objects
+    base: Mapping[str, Placement]  # where the VMs the plan moves ran when it was made
+    admitted: tuple[str, ...] = ()  # pending VMs the plan starts
+    rejected: tuple[str, ...] = ()  # pending VMs the call gave up on (removed from the queue)
+    pms: frozenset[int] = frozenset()  # PMs held while it runs: no arrival goes there
+    status: str = RUNNING
+    done: int = 0  # steps acknowledged done
+    reason: str = ""
+    gain: float | None = None
+    modeled_s: float = 0.0  # the call's deterministic time (docs/simulator.md); when a replay acknowledges it
+
+    @property
+    def next_step(self) -> int | None:
+        return self.done if self.status == RUNNING and self.done < len(self.steps) else None
+
+    def step_status(self, n: int) -> str:
+        if n < self.done:
+            return STEP_DONE
+        if n == self.done and self.status == FAILED:
+            return STEP_FAILED
+        return STEP_PENDING if self.status == RUNNING else STEP_ABORTED
+
+    def to_json(self, pm_ids: Sequence[str]) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "created_s": self.created_s,
+            "status": self.status,
+            "reason": self.reason,
+            "next_step": self.next_step,
+            "steps": [{"n": n, "status": self.step_status(n), **step} for n, step in enumerate(self.steps)],
+            "admitted": list(self.admitted),
+            "rejected": list(self.rejected),
+            "pms": sorted(pm_ids[j] for j in self.pms),
+            "gain": self.gain,
+            "modeled_s": self.modeled_s,
+        }
+
+    def to_store(self, dc: DataCenter) -> dict[str, Any]:
+        """Everything needed to resume the plan after a restart (PMs by id)."""
+        return {
+            **self.to_json([pm.id for pm in dc.pms]),
+            "steps": [dict(s) for s in self.steps],
+            "done": self.done,
+            "base": placement_json(dc.pms, self.base),
+        }
+
+    @classmethod
+    def from_store(cls, doc: Mapping[str, Any], dc: DataCenter) -> LivePlan:
+        base = {
+            v: Placement(dc.index[pl["pm"]], tuple(GiSlot(g["gpu"], g["start"]) for g in pl["gis"]))
+            for v, pl in doc["base"].items()
+        }
+        return cls(
+            id=doc["id"],
+            kind=doc["kind"],
+            created_s=doc["created_s"],
+            steps=tuple(doc["steps"]),
+            base=base,
+            admitted=tuple(doc["admitted"]),
+            rejected=tuple(doc["rejected"]),
+            pms=frozenset(dc.index[p] for p in doc["pms"]),
+            status=doc["status"],
+            done=doc["done"],
+            reason=doc["reason"],
+            gain=doc["gain"],
+            modeled_s=doc.get("modeled_s", 0.0),
+        )
+
+
+def plan_vms(steps: Sequence[Mapping[str, Any]]) -> set[str]:
+    return {str(s["vm"]) for s in steps if "vm" in s}
+
+
+def replay_on_live(dc: DataCenter, plan: LivePlan, upto: int) -> ReplayResult:
+    """The replay of the plan's first `upto` steps from its base, every other VM where it runs now.
+
+    A prefix may leave GIs created but not used yet, or old GIs not destroyed yet: only a failure
+    at one of its steps (`failed_step < upto`) or a broken start counts."""
+    named = plan_vms(plan.steps)
+    placement = {v: pl for v, pl in dc.placement.items() if v not in named}
+    vms = {v: spec for v, spec in dc.vms.items() if v not in plan.admitted}
+    pending = {v: spec for v, spec in {**dc.pending, **dc.vms}.items() if v in plan.admitted}
+    for v, pl in plan.base.items():
+        if v in dc.vms:
+            placement[v] = pl
+    return replay_plan(dc.pms, vms, placement, pending, plan.steps[:upto])
+
+
+def step_problem(dc: DataCenter, plan: LivePlan, n: int) -> str | None:
+    """Why step n of `plan` cannot run on the live state now (None: it can)."""
+    result = replay_on_live(dc, plan, n + 1)
+    if result.failed_step is None and not result.ok:
+        return result.reason or "the live state no longer matches the plan's start"
+    if result.failed_step is not None and result.failed_step <= n:
+        return result.reason
+    return None
+
+
+def placement_after(dc: DataCenter, plan: LivePlan, upto: int) -> dict[str, Placement]:
+    """Where the plan's VMs run after its first `upto` steps (admitted VMs once started)."""
+    final = replay_on_live(dc, plan, upto).final_placement
+    return {v: final[v] for v in plan_vms(plan.steps) if v in final}
+
+
+def finished(plan: LivePlan, status: str, reason: str = "") -> LivePlan:
+    return replace(plan, status=status, reason=reason)

@@ -1,0 +1,116 @@
+"""VM requests as the service reads them: a snapshot VM entry without `placement`, read by the
+snapshot reader itself (docs/formats.md#snapshot), and a Kubernetes pod turned into such an entry.
+
+The reader resolves profile names against the GPU models on the snapshot's PMs, in order of first
+appearance. `probe_document` keeps only the PMs that bring a new model, in snapshot order: the same
+models in the same order, so an entry reads exactly as it would inside the whole snapshot, in a
+document of a few PMs instead of thousands.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from origamig.cluster.records import VmSpec
+from origamig.errors import SnapshotError, UserError
+from origamig.snapshot.document import parse_snapshot
+
+MIG_RESOURCE = "nvidia.com/mig-"  # container resources `nvidia.com/mig-<profile>` (the mixed strategy)
+
+
+class RequestError(UserError):
+    """A request the service refuses (HTTP 400): one line per problem, naming the field and value."""
+
+
+def probe_document(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The seed document reduced to the PMs that bring a GPU model not seen on an earlier PM."""
+    seen: set[str] = set()
+    pms: list[dict[str, Any]] = []
+    for pm in document.get("pms", []):
+        models = {str(g) for g in pm.get("gpus", [])}
+        if models - seen or not pms:
+            pms.append({k: v for k, v in pm.items() if k != "powered_off"})
+            seen |= models
+    probe = {"version": document.get("version"), "pms": pms}
+    if "gpu_models" in document:
+        probe["gpu_models"] = document["gpu_models"]
+    return probe
+
+
+def read_vm_entry(raw: Any, probe: Mapping[str, Any]) -> VmSpec:
+    """The VM of request entry `raw`; `RequestError` names every bad field (`gis[0]: ...`)."""
+    if not isinstance(raw, dict):
+        raise RequestError(f"body: expected a VM object, got {type(raw).__name__}")
+    if "placement" in raw:
+        raise RequestError("placement: a request has no placement (the service places it)")
+    if not isinstance(raw.get("id"), str) or not raw["id"].strip():
+        raise RequestError(f"id: {raw.get('id')!r} is not a non-empty string")
+    try:
+        snap = parse_snapshot({**probe, "vms": [raw]})
+    except SnapshotError as exc:
+        raise RequestError([line.removeprefix("vms[0].") for line in exc.problems]) from None
+    return snap.vms[raw["id"]]
+
+
+# --- Kubernetes pods ---------------------------------------------------------------------------
+_QUANTITY = re.compile(r"^([+]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$")
+_SUFFIX = {
+    "": 1.0,
+    "m": 1e-3,
+    "k": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "P": 1e15,
+    "E": 1e18,
+    "Ki": 2.0**10,
+    "Mi": 2.0**20,
+    "Gi": 2.0**30,
+    "Ti": 2.0**40,
+    "Pi": 2.0**50,
+    "Ei": 2.0**60,
+}
+
+
+def quantity(value: Any, where: str) -> float:
+    """A Kubernetes resource quantity (`500m`, `2`, `16Gi`, `1e9`) as a plain number."""
+    match = _QUANTITY.match(str(value).strip())
+    if match is None or match.group(2) not in _SUFFIX:
+        raise RequestError(f"{where}: {value!r} is not a Kubernetes quantity")
+    return float(match.group(1)) * _SUFFIX[match.group(2)]
+
+
+def pod_entry(pod: Any) -> dict[str, Any]:
+    """The VM request entry of `pod`: its MIG GIs (limits, else requests, of every container), its
+    CPU requests in cores and its memory requests in GB; id `namespace/name`."""
+    if not isinstance(pod, dict):
+        raise RequestError("Pod: expected an object")
+    meta = pod.get("metadata") or {}
+    name = meta.get("name") if isinstance(meta, dict) else None
+    if not isinstance(name, str) or not name:
+        raise RequestError(f"Pod.metadata.name: {name!r} is not a non-empty string")
+    spec = pod.get("spec") or {}
+    containers = spec.get("containers") if isinstance(spec, dict) else None
+    if not isinstance(containers, list):
+        raise RequestError("Pod.spec.containers: expected a list")
+    gis: list[str] = []
+    cpu = ram_bytes = 0.0
+    for n, container in enumerate(containers):
+        where = f"Pod.spec.containers[{n}].resources"
+        resources = container.get("resources") or {} if isinstance(container, dict) else {}
+        limits = resources.get("limits") or {}
+        requests = resources.get("requests") or {}
+        for key in sorted({*limits, *requests}):
+            if key.startswith(MIG_RESOURCE):
+                count = quantity(limits.get(key, requests.get(key)), f"{where}.limits.{key}")
+                if count != int(count) or count < 0:
+                    raise RequestError(f"{where}.limits.{key}: {count:g} is not a whole number of GIs")
+                gis += [key.removeprefix(MIG_RESOURCE)] * int(count)
+        if "cpu" in requests:
+            cpu += quantity(requests["cpu"], f"{where}.requests.cpu")
+        if "memory" in requests:
+            ram_bytes += quantity(requests["memory"], f"{where}.requests.memory")
+    namespace = meta.get("namespace") or "default"
+    return {"id": f"{namespace}/{name}", "cpu": cpu, "ram_gb": ram_bytes / 1e9, "gis": gis}

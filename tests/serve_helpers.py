@@ -1,0 +1,126 @@
+"""A real `origamig serve` process on 127.0.0.1 and a free port, and an httpx client for it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from origamig.judge.check import check_placement
+from origamig.snapshot.document import Snapshot, parse_snapshot
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+TOKEN = "test-token-0123456789abcdef"
+START_TIMEOUT_S = 60.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    """`origamig serve` in a child process; `stop()` ends it (SIGTERM), `kill()` with SIGKILL."""
+
+    def __init__(
+        self,
+        tmp: Path,
+        seed: Path | None = None,
+        state: Path | None = None,
+        options: Sequence[str] = (),
+        extra: Sequence[str] = (),
+    ) -> None:
+        self.tmp = tmp
+        self.state = state or tmp / "state.db"
+        self.seed = seed
+        self.options = list(options)
+        self.extra = list(extra)  # more command-line arguments
+        self.token_file = tmp / "token"
+        self.token_file.write_text(TOKEN + "\n")
+        self.proc: subprocess.Popen[str] | None = None
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def command(self) -> list[str]:
+        cmd = [sys.executable, "-c", "from origamig.cli.app import main; main()", "serve"]
+        cmd += ["--state", str(self.state), "--token-file", str(self.token_file)]
+        cmd += ["--listen", f"127.0.0.1:{self.port}"]
+        if self.seed is not None:
+            cmd += ["--from", str(self.seed)]
+        for opt in self.options:
+            cmd += ["-o", opt]
+        return cmd + self.extra
+
+    def start(self) -> Server:
+        self.port = free_port()
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        self.log = (self.tmp / f"server-{self.port}.log").open("w")
+        self.proc = subprocess.Popen(
+            self.command(), stdout=self.log, stderr=subprocess.STDOUT, text=True, env=env
+        )
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                self.log.close()
+                raise RuntimeError(f"server exited {self.proc.returncode}: {self.read_log()}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1.0).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        self.kill()
+        raise RuntimeError(f"server did not start: {self.read_log()}")
+
+    def read_log(self) -> str:
+        return (self.tmp / f"server-{self.port}.log").read_text()
+
+    def client(self, token: str = TOKEN) -> httpx.Client:
+        return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {token}"}, timeout=30.0)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+    def __enter__(self) -> Server:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def read(doc: dict) -> Snapshot:
+    """The service's snapshot document as records (every PM switched on, as the service runs them)."""
+    pms = [{k: v for k, v in p.items() if k != "powered_off"} for p in doc["pms"]]
+    return parse_snapshot({**doc, "pms": pms})
+
+
+def valid(doc: dict) -> dict:
+    """The placement of `doc`, after the reader and the independent checker both accepted it."""
+    snap = read(doc)
+    assert check_placement(snap.pms, snap.vms, snap.placement) == []
+    return dict(snap.placement)
