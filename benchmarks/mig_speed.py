@@ -22,9 +22,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
+from origamig.cli.terminal import operator_console
 from origamig.cluster.catalog import default_catalog
 from origamig.cluster.configspace import analyze, enumerate_space
 from origamig.cluster.datacenter import DataCenter
@@ -119,7 +119,7 @@ def main() -> None:
     table.add_row("configurations", f"{result['configurations']:,}")
     table.add_row("enumeration (DFS)", f"{result['enumeration_s'] * 1000:.2f} ms")
     table.add_row("full §3 analysis", f"{result['analysis_s'] * 1000:.1f} ms")
-    Console().print(table)
+    operator_console().print(table)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     doc = {
         "gpu": args.gpu,

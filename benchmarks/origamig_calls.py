@@ -20,11 +20,11 @@ import sys
 import time
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
 from origamig.bilp import Limits
 from origamig.call.neighborhood import Bounds, select_admission, select_consolidation
+from origamig.cli.terminal import operator_console
 from origamig.cluster.catalog import default_catalog
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import PmSpec, VmSpec, Weights, cores_to_m, gb_to_mb
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     sizes = [256, 1024, 2048, 4096] if args.full else [256, 1024]
     calls = 9 if args.full else 3
-    console = Console()
+    console = operator_console()
     rows = []
     for n_pms in sizes:
         dc = build(n_pms, seed=n_pms)

@@ -23,9 +23,9 @@ import statistics
 import time
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
+from origamig.cli.terminal import operator_console
 from origamig.cluster.catalog import default_catalog
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import PmSpec, VmSpec, cores_to_m, gb_to_mb
@@ -134,7 +134,7 @@ def main() -> None:
     for fill, row in arrivals.items():
         cells = [f"{row[n]['median_ms']:.3f} / {row[n]['p95_ms']:.3f}" for n in POLICIES]
         table.add_row(f"{float(fill):.0%}", *cells)
-    console = Console()
+    console = operator_console()
     console.print(table)
     comp = results["compaction"]
     console.print(

@@ -1,6 +1,6 @@
 """Load on `origamig serve`: concurrent clients on loopback, mixed requests, a 1000-server cluster.
 
-    python benchmarks/serve_load.py [--pms 1000] [--vms 3000] [--clients 8] [--requests 6000]
+    python -m benchmarks.serve_load [--pms 1000] [--vms 3000] [--clients 8] [--requests 6000]
                                     [--max-s 900] [--seed 0] [--out benchmarks/results/serve_load.json]
 
 A snapshot of `--pms` PMs (2× A100-40GB, 80 cores, 512 GB) with `--vms` running VMs placed by the
@@ -33,21 +33,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
+from origamig.cli.terminal import operator_console
+from origamig.cluster.catalog import default_catalog
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import PmSpec, cores_to_m, gb_to_mb
+from origamig.policies.arrival_rule import first_fit
+from origamig.policies.base import Rejection
+from origamig.sim.workload import vm_for
+from origamig.snapshot.document import placement_json
+from tests.serve_helpers import Server, valid
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from origamig.cluster.catalog import default_catalog  # noqa: E402
-from origamig.cluster.datacenter import DataCenter  # noqa: E402
-from origamig.cluster.records import PmSpec, cores_to_m, gb_to_mb  # noqa: E402
-from origamig.policies.arrival_rule import first_fit  # noqa: E402
-from origamig.policies.base import Rejection  # noqa: E402
-from origamig.sim.workload import vm_for  # noqa: E402
-from origamig.snapshot.document import placement_json  # noqa: E402
-from tests.serve_helpers import Server, valid  # noqa: E402
-
 RESULTS = ROOT / "benchmarks" / "results" / "serve_load.json"
 TARGET_FILTER_P99_MS = 50.0
 PROFILES = ("1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb")
@@ -213,7 +211,7 @@ def main() -> None:
     for kind, r in routes.items():
         cells = [r["p50_ms"], r["p99_ms"], r["mean_ms"]]
         table.add_row(kind, str(r["count"]), *("-" if x is None else f"{x:.1f}" for x in cells))
-    console = Console()
+    console = operator_console()
     console.print(table)
     filter_p99 = routes["filter"]["p99_ms"] or 0.0
     verdict = "met" if filter_p99 <= TARGET_FILTER_P99_MS else "not met"

@@ -30,11 +30,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
 from origamig.bilp.backends.base import make_limits
 from origamig.call.solve import solve_snapshot
+from origamig.cli.terminal import operator_console
 from origamig.cluster.catalog import default_catalog
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.mig import geometry
@@ -193,7 +193,7 @@ def main() -> None:
             f"{row['max_wall_s']:.2f}",
             f"{row['median_cpu_s']:.2f}",
         )
-    Console().print(table)
+    operator_console().print(table)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     doc = {
         "solver": args.solver,
