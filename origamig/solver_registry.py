@@ -10,7 +10,10 @@ from __future__ import annotations
 BACKEND_MODULES: dict[str, str] = {
     "highs": "origamig.bilp.backends.highs",
     "cpsat": "origamig.bilp.backends.cpsat",
+    "portfolio": "origamig.bilp.backends.portfolio",
 }
+# Backends decided by the wall clock: they cannot solve deterministically.
+NOT_DETERMINISTIC: frozenset[str] = frozenset({"portfolio"})
 DEFAULT_BACKEND = "highs"
 
 

@@ -39,3 +39,12 @@ def solve_in_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
         return base.errors_as_result(base.get_backend(name), compiled, hint, limits)
 
     monkeypatch.setattr(deadline, "solve_in_child", here)
+
+
+class StallsInTheCpsatHelper(np.ndarray):
+    """Unpickled in a CP-SAT helper, sleeps there two minutes; in any other helper it is the array
+    itself (built from builtins only: the helper cannot import this test module)."""
+
+    def __reduce__(self):
+        stall = "__import__('time').sleep(120) if __import__('sys').argv[-1] == 'cpsat' else None"
+        return (eval, (f"({stall}) or __import__('numpy').array({np.asarray(self).tolist()!r})",))

@@ -83,7 +83,8 @@ def solve_region(
     with termination `bound` and no MIP solved. `no_goods` exclude earlier targets whose moves had
     no valid order (`nogood.py`)."""
     backend = get_backend(solver)
-    deadline.prepare(solver, limits)  # a new solver helper starts while the model is built
+    for name in backend.helper_backends:  # new solver helpers start while the model is built
+        deadline.prepare(name, limits)
     t0 = time.perf_counter()
     region = restrict(dc, region_pms, pending)
     model = build_model(region, weights, unpruned=touched_gpus(no_goods))

@@ -487,6 +487,7 @@ def _solver_json(sol: RegionSolution | None) -> dict[str, Any]:
         "stopped_at_limit": bool(res and res.termination in STOPPED_AT),
         "guard": res.guard if res else "",
         "reason": res.reason if res else "",
+        "winner": res.winner if res else "",
     }
     if sol:
         out |= {"timings": sol.timings, "work": sol.work, "size": sol.size}
@@ -510,6 +511,7 @@ def _calls_solver_json(calls: tuple[Call, ...]) -> dict[str, Any]:
         "stopped_at_limit": any(r.termination in STOPPED_AT for r in results),
         "guard": first.guard,
         "reason": first.reason,
+        "winner": ",".join(sorted({r.winner for r in results if r.winner})),
     }
 
 

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from origamig.errors import require_extra
-from origamig.solver_registry import BACKEND_MODULES
+from origamig.errors import UserError, require_extra
+from origamig.solver_registry import BACKEND_MODULES, NOT_DETERMINISTIC
 
 if TYPE_CHECKING:
     from origamig.bilp.compile import Compiled
@@ -130,6 +130,7 @@ class SolveResult:
     # in-process guard interrupted it) or GUARD_KILLED (its helper process was ended at the deadline).
     guard: Guard = Guard.NONE
     reason: str = ""  # why, for ERROR (the solver's status or exception) and GUARD_KILLED
+    winner: str = ""  # a portfolio's answer: the solver whose answer it took ("" for one solver)
 
     @property
     def proved_optimal(self) -> bool:
@@ -155,6 +156,7 @@ class SolveResult:
             "work": self.work,
             "guard": self.guard,
             "reason": self.reason,
+            "winner": self.winner,
         }
 
 
@@ -196,6 +198,7 @@ class Backend(Protocol):
     features: frozenset[str]
     seconds_per_work: float  # wall seconds per unit of `SolveResult.work` on one idle core
     default_work_limit: float  # work budget of a deterministic solve when the caller gives none
+    helper_backends: tuple[str, ...]  # the solvers whose helper processes a limited solve uses
 
     @classmethod
     def available(cls) -> str | None: ...
@@ -218,13 +221,24 @@ def errors_as_result(backend: Any, compiled: Compiled, hint: np.ndarray, limits:
         return start_result(backend.name, compiled, hint, ERROR, time.perf_counter() - t0, Guard.NONE, why)
 
 
+def proof_tolerance(compiled: Compiled, objective: float) -> float:
+    """How far a bound may sit above `objective` for the objective to count as proved optimal: just
+    under the model's objective step (no better placement is closer), or a relative 1e-6."""
+    return max(0.999 * compiled.objective_step, 1e-6 * max(1.0, abs(objective)))
+
+
+def get_backend_class(name: str) -> Any:
+    """The class of the backend called `name` (its module imported, no vendor package); `ValueError`
+    naming the choices if unknown."""
+    if name not in BACKEND_MODULES:
+        raise ValueError(f"unknown solver {name!r} (choose from {', '.join(BACKEND_MODULES)})")
+    return importlib.import_module(BACKEND_MODULES[name]).BACKEND
+
+
 def get_backend(name: str) -> Backend:
     """An instance of the backend called `name`; `ValueError` naming the choices if unknown,
     `MissingExtra` naming the pip extra if its solver is an optional dependency not installed."""
-    if name not in BACKEND_MODULES:
-        raise ValueError(f"unknown solver {name!r} (choose from {', '.join(BACKEND_MODULES)})")
-    module = importlib.import_module(BACKEND_MODULES[name])
-    backend: Backend = module.BACKEND()
+    backend: Backend = get_backend_class(name)()
     if backend.optional is not None:
         vendor, extra = backend.optional
         require_extra(vendor, extra, f"--solver {name}")
@@ -254,6 +268,10 @@ def make_limits(
 ) -> Limits:
     """`Limits` for `solver`; a deterministic solve without a work budget gets the backend's default,
     so that its result never depends on the wall clock (only `safety_net_s` can end it)."""
+    if deterministic and solver in NOT_DETERMINISTIC:
+        raise UserError(
+            f"--solver {solver}: cannot solve deterministically (a deterministic solve names one solver)"
+        )
     if deterministic and work_limit is None:
         work_limit = get_backend(solver).default_work_limit
     return Limits(

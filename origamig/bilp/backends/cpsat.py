@@ -46,6 +46,7 @@ class CpSatBackend:
     seconds_per_work: ClassVar[float] = 1.2
     # Work budget of a deterministic solve when the caller gives none (deterministic seconds).
     default_work_limit: ClassVar[float] = 10.0
+    helper_backends: ClassVar[tuple[str, ...]] = ("cpsat",)
 
     @classmethod
     def available(cls) -> str | None:

@@ -29,13 +29,17 @@ the helper's solve gives exactly the answer of a solve in the calling process.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import math
 import os
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
+from multiprocessing.connection import wait as connection_wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -198,49 +202,126 @@ def solve_in_child(
 ) -> base.SolveResult:
     """Solve in a helper process; at `started + limits.kill_after_s` (perf_counter) plus a short
     grace, end it and answer with the start. A helper that dies answers the same way, as an ERROR."""
-    limit = limits.kill_after_s
-    assert limit is not None
+    assert limits.kill_after_s is not None
     if os.name != "posix":
         return base.errors_as_result(base.get_backend(backend_name), compiled, hint, limits)
-    request = (backend_name, _portable(compiled), hint, dataclasses.replace(limits, kill_at_deadline=False))
-    answer: Any = None
-    try:
-        host = _HOSTS.take(backend_name)
-    except OSError as exc:
-        wall = time.perf_counter() - started
-        return base.start_result(backend_name, compiled, hint, base.ERROR, wall, "", f"solver failed: {exc}")
-    ready_at = host.ready_at or started
-    deadline = max(started, ready_at) + limit  # a helper's start is not the solve's time
-    epoch_deadline = time.time() + (deadline - time.perf_counter())
-    try:
-        host.send.send((*request, epoch_deadline))
-        if host.receive.poll(max(0.0, deadline + KILL_GRACE_S - time.perf_counter())):
-            answer = host.receive.recv()
-    except (EOFError, OSError) as exc:  # the helper died before answering
-        answer = ("died", f"{exc.__class__.__name__}: {exc}")
-    healthy = isinstance(answer, base.SolveResult) or (isinstance(answer, tuple) and answer[0] == "error")
-    code = None
-    if healthy:
-        _HOSTS.give_back(host)
-    else:
-        code = host.end()
-    wall = time.perf_counter() - max(started, ready_at)  # the solve's, not the helper's start
+    return race_in_children([(backend_name, limits)], compiled, hint, limits.kill_after_s, started)[0].result
+
+
+@dataclasses.dataclass(frozen=True)
+class Entrant:
+    """One solver's part in a race: its result, and whether the solver itself answered (False: the
+    result is the start, because its helper was ended or failed)."""
+
+    result: base.SolveResult
+    answered: bool
+
+
+def race_in_children(
+    runs: Sequence[tuple[str, base.Limits]],
+    compiled: Compiled,
+    hint: np.ndarray,
+    limit_s: float | None,
+    started: float,
+    settles: Callable[[base.SolveResult], bool] = lambda result: True,
+) -> list[Entrant]:
+    """Send the same solve to one helper per `(backend name, limits)`, all at once, and collect the
+    answers. As soon as an answer `settles` the race (by default: any answer), the helpers still
+    solving are ended; at `started + limit_s` (perf_counter; None: no limit) plus a short grace every
+    helper still solving is ended. An ended or dead helper's entrant is the start (INTERRUPTED with
+    `GUARD_KILLED`, or ERROR); a new helper replaces it on the next solve."""
+    hosts: list[_Host | None] = []
+    failures: list[str] = []
+    for name, _ in runs:  # every missing helper starts importing at once, then each is awaited
+        with contextlib.suppress(OSError):  # `take` below tries again and reports it
+            _HOSTS.prepare(name)
+    for name, _ in runs:
+        try:
+            hosts.append(_HOSTS.take(name))
+            failures.append("")
+        except OSError as exc:
+            hosts.append(None)
+            failures.append(f"solver failed: {exc}")
+    ready_at = max([started] + [h.ready_at or started for h in hosts if h is not None])
+    deadline = ready_at + limit_s if limit_s is not None else math.inf  # helpers' start is not the solve's
+    epoch_deadline = time.time() + (deadline - time.perf_counter()) if limit_s is not None else math.inf
+    answers: dict[int, Any] = {}
+    answered_at: dict[int, float] = {}
+    waiting: dict[Connection, int] = {}
+    for i, ((name, limits), host) in enumerate(zip(runs, hosts, strict=True)):
+        if host is None:
+            continue
+        request = (name, _portable(compiled), hint, dataclasses.replace(limits, kill_at_deadline=False))
+        try:
+            host.send.send((*request, epoch_deadline))
+            waiting[host.receive] = i
+        except OSError as exc:
+            answers[i] = ("died", f"{exc.__class__.__name__}: {exc}")
+    settled_by = ""
+    while waiting and not settled_by:
+        timeout = None if deadline == math.inf else max(0.0, deadline + KILL_GRACE_S - time.perf_counter())
+        ready = connection_wait(list(waiting), timeout)
+        if not ready:
+            break
+        for conn in ready:
+            assert isinstance(conn, Connection)
+            i = waiting.pop(conn)
+            try:
+                answers[i] = conn.recv()
+            except (EOFError, OSError) as exc:  # the helper died before answering
+                answers[i] = ("died", f"{exc.__class__.__name__}: {exc}")
+            answered_at[i] = time.perf_counter()
+            if isinstance(answers[i], base.SolveResult) and settles(answers[i]):
+                settled_by = runs[i][0]
+    out = []
+    for i, ((name, limits), host) in enumerate(zip(runs, hosts, strict=True)):
+        answer = answers.get(i)
+        wall = answered_at.get(i, time.perf_counter()) - ready_at
+        healthy = isinstance(answer, base.SolveResult) or (isinstance(answer, tuple) and answer[0] == "error")
+        code = None
+        if host is not None:
+            if healthy:
+                _HOSTS.give_back(host)
+            else:
+                code = host.end()
+        out.append(
+            _entrant(name, compiled, hint, limits, answer, code, wall, failures[i], settled_by, limit_s)
+        )
+    return out
+
+
+def _entrant(
+    name: str,
+    compiled: Compiled,
+    hint: np.ndarray,
+    limits: base.Limits,
+    answer: Any,
+    code: int | None,
+    wall: float,
+    failure: str,
+    settled_by: str,
+    limit_s: float | None,
+) -> Entrant:
+    """The entrant of one helper from its answer (None: none came) and its exit status if ended."""
     if isinstance(answer, base.SolveResult):
-        return dataclasses.replace(answer, wall_s=wall)
+        return Entrant(dataclasses.replace(answer, wall_s=wall), True)
+    if failure:
+        return Entrant(base.start_result(name, compiled, hint, base.ERROR, wall, "", failure), False)
     if answer is None:
-        return base.start_result(
-            backend_name,
-            compiled,
-            hint,
-            base.INTERRUPTED,
-            wall,
-            base.GUARD_KILLED,
-            f"no answer {limit:g} s into the solve: the solver process was ended"
-            + ("" if limits.wall_limit_s is not None else " (the safety net of a deterministic solve)"),
+        why = (
+            f"ended: {settled_by} answered first"
+            if settled_by
+            else f"no answer {limit_s:g} s into the solve: the solver process was ended"
+            + ("" if limits.wall_limit_s is not None else " (the safety net of a deterministic solve)")
+        )
+        return Entrant(
+            base.start_result(name, compiled, hint, base.INTERRUPTED, wall, base.GUARD_KILLED, why), False
         )
     _, why = answer if isinstance(answer, tuple) else ("error", repr(answer))
     if code is not None and code < 0:
         why = f"{why}; solver process ended by signal {-code}"
     elif code is not None:
         why = f"{why}; solver process exited with status {code}"
-    return base.start_result(backend_name, compiled, hint, base.ERROR, wall, "", f"solver failed: {why}")
+    return Entrant(
+        base.start_result(name, compiled, hint, base.ERROR, wall, "", f"solver failed: {why}"), False
+    )

@@ -54,6 +54,7 @@ class HighsBackend:
     seconds_per_work: ClassVar[float] = 0.4
     # Work budget of a deterministic solve when the caller gives none (branch-and-bound nodes).
     default_work_limit: ClassVar[float] = 1000.0
+    helper_backends: ClassVar[tuple[str, ...]] = ("highs",)
 
     @classmethod
     def available(cls) -> str | None:
@@ -158,7 +159,7 @@ class HighsBackend:
             bound = float(info.mip_dual_bound)
         else:  # solved in presolve (no B&B bound) when optimal; otherwise stopped before having one
             bound = objective if term == base.OPTIMAL else compiled.trivial_bound()
-        proved = term == base.OPTIMAL and bound - objective <= _tolerance(compiled, objective)
+        proved = term == base.OPTIMAL and bound - objective <= base.proof_tolerance(compiled, objective)
         bound = objective if proved else max(bound, objective)
         return base.SolveResult(
             solver=self.name,
@@ -199,13 +200,9 @@ def _stale(h: Any, compiled: Compiled) -> bool:
         return False
     x = np.asarray(h.getSolution().col_value, dtype=float)
     reported = float(info.objective_function_value)
-    return len(x) == len(compiled.c) and abs(compiled.objective_of(x) - reported) > _tolerance(
+    return len(x) == len(compiled.c) and abs(compiled.objective_of(x) - reported) > base.proof_tolerance(
         compiled, reported
     )
-
-
-def _tolerance(compiled: Compiled, objective: float) -> float:
-    return max(0.999 * compiled.objective_step, 1e-6 * max(1.0, abs(objective)))
 
 
 def highs_lp(highspy: Any, compiled: Compiled, relaxed: bool = False) -> Any:

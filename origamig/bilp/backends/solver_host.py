@@ -5,7 +5,7 @@ Started as `python -m origamig.bilp.backends.solver_host PARENT_PID SOLVER`.
 Once it has imported the solver and the standard form's module it says "ready"; then it reads
 requests on stdin and writes answers on stdout, both as `multiprocessing.connection`
 messages, one solve at a time, until stdin closes. A request is `(backend name, Compiled, hint,
-Limits, epoch deadline)`; the answer is the `SolveResult`, or `("error", text)` when the solver
+Limits, epoch deadline or inf)`; the answer is the `SolveResult`, or `("error", text)` when the solver
 raised. The process's own fd 1 is muted first: native solver banners must not reach the protocol
 (or the parent's output). If its parent dies, it exits within a second, even in the middle of a solve.
 """
@@ -13,6 +13,7 @@ raised. The process's own fd 1 is muted first: native solver banners must not re
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import sys
 import threading
@@ -29,10 +30,11 @@ ORPHAN_CHECK_S = 1.0  # how often the process checks that its parent is still al
 def answer(request: tuple[Any, ...]) -> Any:
     """The answer to one request: the solve within what is left of the time, or the solver's error."""
     backend_name, compiled, hint, limits, epoch_deadline = request
-    remaining = max(0.01, epoch_deadline - time.time() - SEND_MARGIN_S)
+    if math.isfinite(epoch_deadline):
+        remaining = max(0.01, epoch_deadline - time.time() - SEND_MARGIN_S)
+        limits = dataclasses.replace(limits, time_limit_s=remaining)
     try:
-        backend = base.get_backend(backend_name)
-        return backend.solve_in_process(compiled, hint, dataclasses.replace(limits, time_limit_s=remaining))
+        return base.get_backend(backend_name).solve_in_process(compiled, hint, limits)
     except Exception as exc:  # reported to the parent as the solver's error
         return ("error", f"{exc.__class__.__name__}: {exc}")
 

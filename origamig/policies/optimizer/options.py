@@ -16,7 +16,7 @@ from typing import Any
 from origamig.bilp.backends.base import SAFETY_NET_S
 from origamig.call.neighborhood import Bound, Consolidation
 from origamig.errors import UserError
-from origamig.solver_registry import DEFAULT_BACKEND, backend_names
+from origamig.solver_registry import DEFAULT_BACKEND, NOT_DETERMINISTIC, backend_names
 
 
 class Arrival(StrEnum):
@@ -108,6 +108,11 @@ def _problems(o: OrigaMIGOptions) -> list[str]:
         need(getattr(o, key) in list(values), key, f"is not one of {', '.join(values)}")
 
     one_of("solver", backend_names())
+    need(
+        not (o.deterministic is True and o.solver in NOT_DETERMINISTIC),
+        "solver",
+        "races on the wall clock, so it cannot solve deterministically: choose highs or cpsat",
+    )
     one_of("bound", Bound)
     for key in ("m_max", "n_max"):
         need(integer(getattr(o, key)) and getattr(o, key) >= 1, key, "must be a positive integer")
