@@ -6,26 +6,47 @@
 i.e. Eq. (5) over the region's PMs and VMs only (for an unproved incumbent it is that value of the
 returned placement, which can exceed the solver's own figure); the rest of the data center adds a constant
 (`restrict.fixed_constant`). With region_pms = every PM and every pending VM it is OPT.
+
+Names load on first use (as in the `origamig` package), so that importing a submodule — a solver's
+helper process imports `bilp.backends` and `bilp.standard_form` — does not import Pyomo.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from origamig.bilp.backends import deadline
-from origamig.bilp.backends.base import Limits, SolveResult, available, get_backend
-from origamig.bilp.bound import NoChangeProof, no_change_proof
-from origamig.bilp.compile import Compiled, compile_model, decode
-from origamig.bilp.model import BilpModel, build_model
-from origamig.bilp.nogood import NoGood, add_no_goods, touched_gpus
+# Imported at once (no Pyomo behind it): the function `restrict` has the name of its module, which
+# a later submodule import would otherwise leave in its place.
 from origamig.bilp.restrict import Region, fixed_constant, restrict
-from origamig.cluster.datacenter import DataCenter
-from origamig.cluster.records import Placement, Weights
-from origamig.judge.objective import evaluate
-from origamig.solver_registry import backend_names
 
+if TYPE_CHECKING:
+    from origamig.bilp.backends.base import Limits, SolveResult, available
+    from origamig.bilp.bound import NoChangeProof, no_change_proof
+    from origamig.bilp.compile import compile_model, decode
+    from origamig.bilp.model import BilpModel, build_model
+    from origamig.bilp.nogood import NoGood
+    from origamig.bilp.region_solve import RegionSolution, solve_region
+    from origamig.bilp.standard_form import Compiled
+    from origamig.solver_registry import backend_names
+
+# Public name → the module that defines it (imported when the name is first read).
+_HOMES: dict[str, str] = {
+    "BilpModel": "origamig.bilp.model",
+    "Compiled": "origamig.bilp.standard_form",
+    "Limits": "origamig.bilp.backends.base",
+    "NoChangeProof": "origamig.bilp.bound",
+    "NoGood": "origamig.bilp.nogood",
+    "RegionSolution": "origamig.bilp.region_solve",
+    "SolveResult": "origamig.bilp.backends.base",
+    "available": "origamig.bilp.backends.base",
+    "backend_names": "origamig.solver_registry",
+    "build_model": "origamig.bilp.model",
+    "compile_model": "origamig.bilp.compile",
+    "decode": "origamig.bilp.compile",
+    "no_change_proof": "origamig.bilp.bound",
+    "solve_region": "origamig.bilp.region_solve",
+}
 __all__ = [
     "BilpModel",
     "Compiled",
@@ -47,85 +68,14 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class RegionSolution:
-    """The outcome of one call: target placement of the region, admitted / rejected pending VMs."""
-
-    target: dict[str, Placement]  # every VM of the region placed in the solution (running + admitted)
-    admitted: tuple[str, ...]
-    rejected: tuple[str, ...]
-    result: SolveResult
-    timings: dict[str, float]  # build_s, compile_s, bound_s, solve_s, decode_s
-    work: float  # deterministic work units spent (see the backend)
-    size: dict[str, int]  # columns, rows, nonzeros
-    modeled_s: float = 0.0  # load-independent duration: work × the backend's seconds per unit + build
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'origamig.bilp' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # later reads skip this function
+    return value
 
 
-# Build + compile cost per nonzero of the compiled model, measured on 16-PM neighborhoods
-# (about 0.13 s for 42k nonzeros on one idle core; benchmarks/solvers.py).
-BUILD_SECONDS_PER_NONZERO = 3e-6
-
-
-def solve_region(
-    dc: DataCenter,
-    region_pms: Sequence[int],
-    pending: Sequence[str],
-    weights: Weights,
-    solver: str = "highs",
-    limits: Limits = Limits(),  # noqa: B008 — frozen record
-    prove_first: bool = True,
-    no_goods: Sequence[NoGood] = (),
-) -> RegionSolution:
-    """Optimize the region from its current placement (pending VMs rejected) as the start.
-
-    With `prove_first`, the LP bound is tried before the MIP (`bound.no_change_proof`): when it
-    proves that nothing beats the current placement, that placement is the answer, proved optimal,
-    with termination `bound` and no MIP solved. `no_goods` exclude earlier targets whose moves had
-    no valid order (`nogood.py`)."""
-    backend = get_backend(solver)
-    for name in backend.helper_backends:  # new solver helpers start while the model is built
-        deadline.prepare(name, limits)
-    t0 = time.perf_counter()
-    region = restrict(dc, region_pms, pending)
-    model = build_model(region, weights, unpruned=touched_gpus(no_goods))
-    add_no_goods(model, no_goods)
-    t1 = time.perf_counter()
-    compiled = compile_model(model)
-    t2 = time.perf_counter()
-    proof = no_change_proof(compiled, limits) if prove_first else None
-    t_bound = time.perf_counter()
-    if proof is not None and proof.proved:
-        result = proof.as_result(backend.name, compiled)
-    else:
-        result = backend.solve(compiled, compiled.hint, _less_time(limits, t_bound - t2))
-    t3 = time.perf_counter()
-    target = decode(model, compiled, result.x if result.x is not None else compiled.hint)
-    if not result.proved_optimal:
-        # An unproved incumbent may carry a needless m, ω or φ; report what the returned placement is worth.
-        value = evaluate(dc.pms, region.vms, target, region.previous, weights, region.pms, region.vms).value
-        if result.objective is None or value > result.objective:
-            result = replace(result, objective=value, bound=max(value, result.bound or value))
-    t4 = time.perf_counter()
-    admitted = tuple(v for v in region.pending if v in target)
-    rejected = tuple(v for v in region.pending if v not in target)
-    timings = {
-        "build_s": t1 - t0,
-        "compile_s": t2 - t1,
-        "bound_s": t_bound - t2,
-        "solve_s": t3 - t_bound,
-        "decode_s": t4 - t3,
-    }
-    modeled = (
-        result.work * backend.seconds_per_work
-        + (proof.modeled_s if proof is not None else 0.0)
-        + compiled.size.get("nonzeros", 0) * BUILD_SECONDS_PER_NONZERO
-    )
-    return RegionSolution(target, admitted, rejected, result, timings, result.work, compiled.size, modeled)
-
-
-def _less_time(limits: Limits, spent_s: float) -> Limits:
-    """`limits` with `spent_s` taken off its wall-clock limit (deterministic budgets are untouched)."""
-    wall = limits.wall_limit_s
-    if wall is None or spent_s <= 0:
-        return limits
-    return replace(limits, time_limit_s=max(0.0, wall - spent_s))
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOMES))

@@ -150,13 +150,15 @@ def solve(
     migration order; 2 bad input. With 3, 4 and 5 the state stays as it is (--out writes it).
     """
     from origamig.bilp.backends.base import make_limits  # the solvers load only when a solve runs
+    from origamig.bilp.backends.deadline import start_solver_helpers
     from origamig.call.solve import solve_snapshot
 
     check_quantities({"--time-limit": time_limit, "--threads": threads})
+    limits = make_limits(solver.value, time_limit, threads, deterministic)
+    start_solver_helpers(solver.value, limits)  # they import their solver while this process reads
     snap = load_snapshot(snapshot)
     overrides = {"accept": accept, "pm": pm, "gpu": gpu, "free_start": free_start, "migration": migration}
     weights = _weights(goal_weights(goal, snap.weights, snap.pms, len(snap.vms)), overrides)
-    limits = make_limits(solver.value, time_limit, threads, deterministic)
     with _stdout_to_stderr():
         outcome = solve_snapshot(
             snap,

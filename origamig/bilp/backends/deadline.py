@@ -144,6 +144,14 @@ def prepare(backend_name: str, limits: base.Limits) -> None:
             return
 
 
+def start_solver_helpers(name: str, limits: base.Limits) -> None:
+    """Start the helper processes that solves of backend `name` within `limits` will use, now, so that
+    they import their solvers while the caller does other work (a one-shot process: its imports, the
+    input, the model); a later solve finds them ready. Nothing is started if none will be needed."""
+    for helper in base.get_backend_class(name).helper_backends:
+        prepare(helper, limits)
+
+
 def _start_host(backend_name: str) -> _Host:
     """A new helper process running this very package (its folder first on the helper's path); it
     says "ready" once it has imported `backend_name`'s solver (`_await_ready`)."""

@@ -55,7 +55,7 @@ def serve(parent: int, backend_name: str) -> None:
         os.dup2(null.fileno(), 0)
         os.dup2(null.fileno(), 1)
     threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True).start()
-    import origamig.bilp.compile  # noqa: F401  (what a request unpickles into)
+    import origamig.bilp.standard_form  # noqa: F401  (what a request unpickles into)
 
     base.get_backend(backend_name).available()  # imports the vendor package
     try:

@@ -1,0 +1,141 @@
+"""What an operator's `origamig solve` costs beyond the solver: process wall time minus solver time.
+
+Five fragmented 16-PM neighborhoods (the generator of `benchmarks/solvers.py`, seed 1) are written
+as snapshot files and each is solved by a fresh process, as an operator runs it:
+
+    origamig solve hoodN.json --neighborhood all --time-limit 10 --json
+
+The overhead of a run is its process's wall time minus the solver's own `solver.wall_s` (Python's
+start, imports, reading the snapshot, building and compiling the model, the LP bound, waiting for
+the solver's helper process, decoding, planning and writing the document). Several checkouts can be
+timed side by side in one run, interleaved instance by instance (`--versions NAME=PATH`, a folder
+holding an `origamig` package; default: this one); medians over instances and repeats.
+
+    python -m benchmarks.solve_process                                  # this checkout, 3 repeats
+    python -m benchmarks.solve_process --versions old=/tmp/old,new=.   # side by side
+
+Prints a table and writes benchmarks/results/solve_process.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.solvers import neighborhoods
+from origamig.cluster.datacenter import DataCenter
+from origamig.snapshot.document import placement_json
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results" / "solve_process.json"
+COMMAND = ["solve", "--neighborhood", "all", "--time-limit", "10", "--json"]
+
+
+def snapshot_of(dc: DataCenter) -> dict[str, Any]:
+    """The snapshot document of a generated data center (running VMs placed, pending VMs not)."""
+    placed = placement_json(dc.pms, dc.placement)
+    pms = [{"id": p.id, "cpu": p.cpu, "ram_gb": p.ram_gb, "gpus": [g.name for g in p.gpus]} for p in dc.pms]
+    vms = []
+    for v, spec in {**dc.vms, **dc.pending}.items():
+        entry: dict[str, Any] = {
+            "id": v,
+            "cpu": spec.cpu,
+            "ram_gb": spec.ram_gb,
+            "gis": [g.name for g in spec.gis],
+        }
+        if v in placed:
+            entry["placement"] = placed[v]
+        vms.append(entry)
+    return {"version": 1, "pms": pms, "vms": vms}
+
+
+def run_once(package_root: Path, snapshot: Path) -> dict[str, float]:
+    """One `origamig solve` process of the checkout at `package_root`: wall, solver wall, overhead."""
+    env = dict(os.environ, PYTHONPATH=str(package_root))
+    code = "import sys; from origamig.cli.app import main; sys.argv[0] = 'origamig'; main()"
+    t0 = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", code, COMMAND[0], str(snapshot), *COMMAND[1:]],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    wall = time.perf_counter() - t0
+    if done.returncode != 0:
+        raise SystemExit(
+            f"error: {package_root}: solve exited {done.returncode}: {done.stderr.strip()[-300:]}"
+        )
+    solver = json.loads(done.stdout)["solver"]
+    return {"wall_s": wall, "solver_s": solver["wall_s"], "overhead_s": wall - solver["wall_s"]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "--versions", default=f"this={ROOT}", help="NAME=PATH,... checkouts to time (default: this)"
+    )
+    ap.add_argument("--instances", type=int, default=5, help="16-PM neighborhoods (default 5)")
+    ap.add_argument("--repeats", type=int, default=3, help="runs of each instance per version (default 3)")
+    ap.add_argument("--out", type=Path, default=RESULTS)
+    args = ap.parse_args()
+    versions = dict(v.split("=", 1) for v in args.versions.split(","))
+    rows: list[dict[str, Any]] = []
+    load = os.getloadavg()
+    with tempfile.TemporaryDirectory() as tmp:
+        files = []
+        for n, dc in enumerate(neighborhoods(1, args.instances)):
+            path = Path(tmp) / f"hood{n}.json"
+            path.write_text(json.dumps(snapshot_of(dc)))
+            files.append(path)
+        for rep in range(args.repeats):
+            for n, path in enumerate(files):
+                for name, root in versions.items():  # interleaved: the machine's noise hits all alike
+                    r = run_once(Path(root).resolve(), path)
+                    rows.append({"version": name, "instance": n, "repeat": rep, **r})
+                    print(
+                        f"{name:8} hood{n} rep {rep}: process {r['wall_s']:.2f} s, "
+                        f"solver {r['solver_s']:.2f} s, overhead {r['overhead_s']:.2f} s",
+                        flush=True,
+                    )
+    summary = {}
+    print(
+        f"\n{'version':8} {'runs':>4} {'overhead median':>16} {'max':>6} "
+        f"{'solver median':>14} {'process median':>15}"
+    )
+    for name in versions:
+        mine = [r for r in rows if r["version"] == name]
+        summary[name] = {
+            "runs": len(mine),
+            "overhead_median_s": statistics.median(r["overhead_s"] for r in mine),
+            "overhead_max_s": max(r["overhead_s"] for r in mine),
+            "solver_median_s": statistics.median(r["solver_s"] for r in mine),
+            "process_median_s": statistics.median(r["wall_s"] for r in mine),
+        }
+        s = summary[name]
+        print(
+            f"{name:8} {s['runs']:4} {s['overhead_median_s']:16.2f} {s['overhead_max_s']:6.2f} "
+            f"{s['solver_median_s']:14.2f} {s['process_median_s']:15.2f}"
+        )
+    meta = {
+        "command": COMMAND,
+        "versions": versions,
+        "loadavg_start": load,
+        "loadavg_end": os.getloadavg(),
+        "cpus": os.cpu_count(),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"meta": meta, "summary": summary, "runs": rows}, indent=1))
+    print(f"loadavg start {load}, end {meta['loadavg_end']}; wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
