@@ -110,35 +110,25 @@ def _answer(solver: str, objective: float, bound: float, proved: bool, wall: flo
     return deadline.Entrant(result, True)
 
 
-def test_the_first_proof_is_the_answer() -> None:
+def _combined(*entrants: deadline.Entrant) -> base.SolveResult:
     compiled = _compiled(3)
-    out = combine(
-        [_answer("highs", 5.0, 5.0, True, 2.0), _answer("cpsat", 5.0, 5.0, True, 1.0)],
-        compiled,
-        compiled.hint,
-    )
+    return combine(list(entrants), compiled, compiled.hint)
+
+
+def test_the_first_proof_is_the_answer() -> None:
+    out = _combined(_answer("highs", 5.0, 5.0, True, 2.0), _answer("cpsat", 5.0, 5.0, True, 1.0))
     assert out.winner == "cpsat" and out.proved_optimal and out.wall_s == 1.0
     assert out.work == pytest.approx(base.get_backend_class("cpsat").seconds_per_work)  # in seconds
 
 
 def test_unproved_answers_give_the_best_incumbent_under_the_tightest_bound() -> None:
-    compiled = _compiled(3)
-    out = combine(
-        [_answer("highs", 3.0, 9.0, False, 10.0), _answer("cpsat", 4.0, 7.0, False, 10.0)],
-        compiled,
-        compiled.hint,
-    )
+    out = _combined(_answer("highs", 3.0, 9.0, False, 10.0), _answer("cpsat", 4.0, 7.0, False, 10.0))
     assert (out.winner, out.objective, out.bound, out.proved_optimal) == ("cpsat", 4.0, 7.0, False)
     assert out.termination == base.TIME_LIMIT
 
 
 def test_one_solvers_bound_can_prove_the_others_incumbent() -> None:
-    compiled = _compiled(3)
-    out = combine(
-        [_answer("highs", 3.0, 4.0, False, 10.0), _answer("cpsat", 4.0, 8.0, False, 10.0)],
-        compiled,
-        compiled.hint,
-    )
+    out = _combined(_answer("highs", 3.0, 4.0, False, 10.0), _answer("cpsat", 4.0, 8.0, False, 10.0))
     assert (out.winner, out.objective, out.bound) == ("cpsat", 4.0, 4.0)
     assert out.proved_optimal and out.termination == base.OPTIMAL
 

@@ -13,12 +13,12 @@ helper process imports `bilp.backends` and `bilp.standard_form` — does not imp
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 # Imported at once (no Pyomo behind it): the function `restrict` has the name of its module, which
 # a later submodule import would otherwise leave in its place.
 from origamig.bilp.restrict import Region, fixed_constant, restrict
+from origamig.lazy import lazy_names
 
 if TYPE_CHECKING:
     from origamig.bilp.backends.base import Limits, SolveResult, available
@@ -68,14 +68,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'origamig.bilp' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value  # later reads skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_HOMES))
+__getattr__, __dir__ = lazy_names(__name__, _HOMES, globals())
