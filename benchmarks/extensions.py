@@ -6,7 +6,9 @@ while migrating less, and which of its variants move that margin? Rows:
 - `ff`, `tc`: the baselines (TC with its default reading, docs/policies.md#tc);
 - `origamig`: the policy as shipped (Algorithm 1 as written, docs/policies.md#algorithm-1, arrivals
   placed by TC's best-fit rule, docs/policies.md#arrival-rule);
-- `arrival-ff`: the paper's OrigaMIG, arrivals placed by first fit;
+- `arrival-ff`: the paper's OrigaMIG, arrivals placed by first fit; `arrival-ff-nodes1000` and
+  `arrival-ff-cpsat` the same with 10x the node budget and with CP-SAT (the paper's solver; 2 workers,
+  10 deterministic seconds per call), to tell whether first fit's result is the budget's doing;
 - further rows (`ROW_OPTIONS`) try what the paper proposes or leaves open, on first-fit arrivals
   (they were measured before TC's rule became the default): the earlier reading of Algorithm 1
   (`sources`: no consolidation call unless a source can be emptied), neighborhoods bounded by VMs
@@ -51,6 +53,9 @@ FF = {"arrival": paper.ORIGAMIG_ARRIVAL}  # the paper's first fit
 ROW_OPTIONS: dict[str, dict[str, Any]] = {
     "origamig": {},
     "arrival-ff": FF,
+    # The fidelity question: is first fit's result the call budget's or the solver's doing?
+    "arrival-ff-nodes1000": {**FF, "work_limit": 1000},  # 10x the node budget
+    "arrival-ff-cpsat": {**FF, "solver": "cpsat", "work_limit": 10, "threads": 2},  # 10 deterministic s
     "sources": {**FF, "consolidation": "sources"},
     "vms": {**FF, "bound": "vms"},
     "mmax-24": {**FF, "m_max": 24, "n_max": 96},
@@ -69,6 +74,8 @@ LABELS = {
     "tc": "TC",
     "origamig": "OrigaMIG (as shipped: arrivals by TC's rule)",
     "arrival-ff": "OrigaMIG, arrivals by first fit (the paper's)",
+    "arrival-ff-nodes1000": "first fit, 10x the node budget (1,000 nodes per call)",
+    "arrival-ff-cpsat": "first fit, CP-SAT (2 workers, 10 deterministic s per call)",
     "sources": "first fit, consolidation only with a source (earlier reading)",
     "vms": "first fit, bound=vms (N_max only)",
     "mmax-24": "first fit, M_max = 24, N_max = 96",
