@@ -140,7 +140,7 @@ def test_no_answer_gives_the_start() -> None:
     )
     out = combine([deadline.Entrant(start, False), deadline.Entrant(start, False)], compiled, compiled.hint)
     assert np.array_equal(out.x, compiled.hint) and out.guard == base.GUARD_KILLED and not out.proved_optimal
-    assert out.solver == "portfolio" and out.reason == "no answer"
+    assert out.solver == "portfolio" and out.winner == "" and out.reason == "no answer"
 
 
 def test_the_portfolio_cannot_solve_deterministically() -> None:

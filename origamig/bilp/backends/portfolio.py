@@ -74,15 +74,19 @@ def _settles(result: base.SolveResult) -> bool:
     return result.proved_optimal or result.termination == base.INFEASIBLE
 
 
+def _incumbent_rank(result: base.SolveResult) -> tuple[float, float]:
+    """Better objective first, then the earlier answer."""
+    return (result.objective if result.objective is not None else -np.inf, -result.wall_s)
+
+
 def combine(entrants: list[deadline.Entrant], compiled: Compiled, hint: np.ndarray) -> base.SolveResult:
     """One answer from the racers': the first proof, else the best incumbent under the tightest bound.
     Its wall time runs to the last answer taken into account (from when both helpers were ready)."""
     answered = [e.result for e in entrants if e.answered]
     if not answered:  # every helper failed or was ended: the start, with the first one's reason
-        first = entrants[0].result
-        return dataclasses.replace(first, solver=PortfolioBackend.name, winner=first.solver)
+        return dataclasses.replace(entrants[0].result, solver=PortfolioBackend.name, winner="")
     proved = sorted((r for r in answered if _settles(r)), key=lambda r: r.wall_s)
-    best = proved[0] if proved else max(answered, key=lambda r: (r.objective or -np.inf, -r.wall_s))
+    best = proved[0] if proved else max(answered, key=_incumbent_rank)
     work = best.work * base.get_backend_class(best.solver).seconds_per_work
     if proved:
         return dataclasses.replace(best, solver=PortfolioBackend.name, winner=best.solver, work=work)
