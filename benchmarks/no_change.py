@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.cpu import cpu_seconds
-from benchmarks.publish import publish, quantile, scale_parser
+from benchmarks.publish import publish, quantile, results_file, scale_parser
 from benchmarks.solver_replay import Setup, record
 from origamig.bilp import Limits, build_model, compile_model, no_change_proof, restrict, solve_region
 from origamig.bilp.backends.base import BOUND
@@ -87,6 +87,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "total_s": sum(all_t),
             "unchanged_total_s": sum(unch_t),
             "proved": sum(r["solves"][version]["proved"] for r in rows),
+            "cpu_median_s": statistics.median(r["solves"][version]["cpu_s"] for r in rows),
+            "cpu_p95_s": quantile([r["solves"][version]["cpu_s"] for r in rows], 0.95),
         }
     ratios = [r["solves"]["bound+mip"]["wall_s"] / r["solves"]["mip"]["wall_s"] for r in rows]
     gaps = [r["root_gap"] for r in rows]
@@ -119,11 +121,12 @@ def print_table(doc: dict[str, Any]) -> None:
         f"objective mismatches: {s['objective_mismatches']})"
     )
     head = f"{'version':10} {'median s':>9} {'p95 s':>7} {'max s':>7} {'total s':>8} {'unch. s':>8}"
-    print(head + f" {'proved':>7}")
+    print(head + f" {'proved':>7} {'CPU median / p95 s':>19}")
     for version, v in s["versions"].items():
         print(
             f"{version:10} {v['median_s']:9.3f} {v['p95_s']:7.2f} {v['max_s']:7.2f} {v['total_s']:8.1f} "
-            f"{v['unchanged_total_s']:8.1f} {v['proved']:4}/{s['calls']}"
+            f"{v['unchanged_total_s']:8.1f} {v['proved']:4}/{s['calls']} "
+            f"{v.get('cpu_median_s', float('nan')):10.3f} / {v.get('cpu_p95_s', float('nan')):6.2f}"
         )
     print(f"median per-call time ratio bound+mip / mip: {s['median_ratio']:.3f}")
     unchanged = (
@@ -172,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = scale_parser(__doc__, "32 PMs, 12 h, every call (default)", "128 PMs, the calls in 40-44 h")
     ap.add_argument("--out", type=Path, default=RESULTS / "no_change.json")
     args = ap.parse_args(argv)
+    args.out = results_file(args.out, RESULTS / "no_change.json")
     setup = FULL if args.full else QUICK
     started = time.perf_counter()
     load = os.getloadavg()

@@ -43,6 +43,11 @@ def publish(
     print(f"wrote {out} and {png} in {doc['wall_s']:.0f} s")
 
 
+def results_file(out: Path, default: Path) -> Path:
+    """Where a benchmark writes: `out`, or `default`'s file name inside `out` when it is a folder."""
+    return out / default.name if out.is_dir() else out
+
+
 def scale_parser(doc: str, quick_help: str, full_help: str) -> argparse.ArgumentParser:
     """The arguments of a benchmark that records calls and replays them: `--quick` (the default) or
     `--full`, and `--replay FILE` to replay a recorded calls file instead of simulating."""

@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.publish import results_file
 from benchmarks.solvers import neighborhoods
 from origamig.cluster.datacenter import DataCenter
 from origamig.snapshot.document import placement_json
@@ -87,6 +88,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3, help="runs of each instance per version (default 3)")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args()
+    args.out = results_file(args.out, RESULTS)
     versions = dict(v.split("=", 1) for v in args.versions.split(","))
     rows: list[dict[str, Any]] = []
     load = os.getloadavg()

@@ -31,7 +31,7 @@ from typing import Any
 
 from benchmarks.cpu import cpu_seconds
 from benchmarks.paper_values import TABLE10, TABLE12_CALL_MEDIAN_S
-from benchmarks.publish import publish, quantile, scale_parser
+from benchmarks.publish import publish, quantile, results_file, scale_parser
 from origamig.bilp import Limits, solve_region
 from origamig.call.neighborhood import Neighborhood
 from origamig.cluster.catalog import default_catalog
@@ -350,6 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=RESULTS / "solver_replay.json")
     ap.add_argument("--from-json", type=Path, help="redraw a results file (table and PNG), no solve")
     args = ap.parse_args(argv)
+    args.out = results_file(args.out, RESULTS / "solver_replay.json")
     if args.from_json:
         doc = json.loads(args.from_json.read_text())
         print_table(doc)

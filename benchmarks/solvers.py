@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 from benchmarks.cpu import cpu_seconds
+from benchmarks.publish import results_file
 from origamig.bilp import Limits, build_model, compile_model, decode, no_change_proof, restrict
 from origamig.bilp.backends.base import get_backend
 from origamig.cluster.catalog import default_catalog
@@ -248,6 +249,7 @@ def main() -> None:
     ap.add_argument("--label", default="", help="a name for this run (stored in the results)")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args()
+    args.out = results_file(args.out, RESULTS)
     settings = tuple((n, int(t)) for n, t in (x.rsplit("-", 1) for x in args.settings.split(",")))
     n_hood, n_dc = (20, 3) if args.full else (10, 1)
     n_hood = args.neighborhoods if args.neighborhoods is not None else n_hood
