@@ -111,3 +111,22 @@ def test_deterministic_limits_never_enforce_the_wall_clock():
         assert limits.work_limit == get_backend(solver).default_work_limit
         assert limits.wall_limit_s is None  # the result cannot depend on the machine's load
         assert make_limits(solver, time_limit_s=3.0).wall_limit_s == 3.0
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10**6), n_pms=st.integers(2, 6))
+def test_a_call_proved_within_its_node_budget_is_the_same_with_a_larger_one(seed: int, n_pms: int) -> None:
+    """HiGHS is deterministic and its node limit only ends the search: a call proved within 100
+    nodes comes back with the very same answer from 1,000 (benchmarks/node_budget.py on real calls)."""
+    dc = fragmented(random.Random(seed), n_pms, 8 * n_pms, 3)
+    answers = [
+        solve_region(
+            dc, range(n_pms), list(dc.pending), Weights(), "highs",
+            Limits(time_limit_s=None, threads=1, deterministic=True, work_limit=nodes), prove_first=False,
+        )
+        for nodes in (100, 1000)
+    ]  # fmt: skip
+    small, large = (a.result for a in answers)
+    if small.proved_optimal:
+        assert np.array_equal(small.x, large.x) and answers[0].target == answers[1].target
+    assert large.objective >= small.objective - 1e-9
