@@ -24,11 +24,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from benchmarks.cpu import cpu_seconds
 from benchmarks.publish import publish, quantile, results_file, scale_parser
 from benchmarks.solver_replay import Setup, record
 from origamig.bilp import Limits, build_model, compile_model, no_change_proof, restrict, solve_region
 from origamig.bilp.backends.base import BOUND
+from origamig.bilp.backends.deadline import cpu_seconds
 from origamig.snapshot.document import parse_snapshot
 
 RESULTS = Path(__file__).parent / "results"

@@ -29,10 +29,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.cpu import cpu_seconds
 from benchmarks.paper_values import TABLE10, TABLE12_CALL_MEDIAN_S
 from benchmarks.publish import publish, quantile, results_file, scale_parser
 from origamig.bilp import Limits, solve_region
+from origamig.bilp.backends.deadline import cpu_seconds
 from origamig.call.neighborhood import Neighborhood
 from origamig.cluster.catalog import default_catalog
 from origamig.cluster.datacenter import DataCenter

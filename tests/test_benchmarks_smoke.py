@@ -288,8 +288,8 @@ def test_a_cell_killed_mid_run_resumes_from_its_checkpoint(
     whole = sweep.run("loads", SMOKE, cells, 1, None, False, None)  # never stopped, no file
     real_save = sim_engine.Simulation.save
 
-    def save_then_die(self, checkpoint, wall_s):
-        real_save(self, checkpoint, wall_s)
+    def save_then_die(self, checkpoint, wall_s, cpu_s=0.0):
+        real_save(self, checkpoint, wall_s, cpu_s)
         raise KeyboardInterrupt
 
     monkeypatch.setattr(engine, "CHECKPOINT_EVERY_S", 0.0)

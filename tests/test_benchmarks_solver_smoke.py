@@ -272,9 +272,9 @@ def test_benchmark_cpu_time_counts_the_solver_helper_process() -> None:
     """A solve runs in a helper process: its CPU time must show in the benchmarks' CPU readings."""
     import random
 
-    from benchmarks.cpu import cpu_seconds
     from origamig.bilp import Limits, build_model, compile_model, restrict
     from origamig.bilp.backends.base import get_backend
+    from origamig.bilp.backends.deadline import cpu_seconds
 
     dc = solvers.fragmented(random.Random(3), 8)
     compiled = compile_model(build_model(restrict(dc, range(8), list(dc.pending)), solvers.Weights()))

@@ -41,8 +41,8 @@ def test_a_run_stopped_after_a_save_and_resumed_equals_one_never_stopped(
     real_save = Simulation.save
     saves: list[float] = []
 
-    def save_then_stop(self, checkpoint, wall_s):
-        real_save(self, checkpoint, wall_s)
+    def save_then_stop(self, checkpoint, wall_s, cpu_s=0.0):
+        real_save(self, checkpoint, wall_s, cpu_s)
         saves.append(self.now)
         if len(saves) == 3:  # a few events in: killed
             raise Stopped
@@ -102,8 +102,8 @@ def test_runs_kept_in_a_folder_resume_after_a_kill_and_finished_ones_are_not_run
     real_save = Simulation.save
     saves: list[str] = []
 
-    def save_then_stop(self, checkpoint, wall_s):
-        real_save(self, checkpoint, wall_s)
+    def save_then_stop(self, checkpoint, wall_s, cpu_s=0.0):
+        real_save(self, checkpoint, wall_s, cpu_s)
         saves.append(checkpoint.path.name)
         if checkpoint.path.name.startswith("tc-") and len([n for n in saves if n.startswith("tc-")]) == 3:
             raise Stopped
@@ -157,3 +157,16 @@ def test_simulate_checkpoint_dir_gives_the_same_results_file_on_a_rerun(tmp_path
     assert code == 2 and err.strip().endswith("exists and is not a folder")
     code, _, err = run_main([*args, "--checkpoint-dir", str(tmp_path / "file" / "runs")])
     assert code == 2 and err.startswith("error: --checkpoint-dir: cannot create") and "\n" not in err.strip()
+
+
+def test_a_run_counts_the_cpu_time_of_its_solver_helper() -> None:
+    """`cpu_s` of an OrigaMIG run is its CPU time on every core: its calls solve in a helper process,
+    whose time this process's own clock misses."""
+    import time
+
+    config = TINY.replace(policy_options=OPTIONS)
+    own0 = time.process_time()
+    result = run_one(RunSpec(config, "origamig", 3))
+    own = time.process_time() - own0
+    assert result.counters["time_solve_s"] > 0.1  # the run spent time in solves
+    assert result.cpu_s > own  # the helper's CPU time is in the run's

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from origamig.bilp.backends.deadline import cpu_seconds
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import Placement, PmSpec
 from origamig.judge.check import check, check_counters
@@ -74,6 +75,7 @@ class RunResult:
     requests: int = 0
     calls: int = 0
     wall_s: float = 0.0
+    cpu_s: float = 0.0  # CPU seconds of the run on every core, its solver helper processes included
     call_stats_s: dict[str, float] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
 
@@ -122,6 +124,7 @@ class Simulation:
         self.started = False
         self.next_sample = 0
         self.wall_before = 0.0  # wall seconds spent by earlier parts of a resumed run
+        self.cpu_before = 0.0  # CPU seconds spent by earlier parts of a resumed run
         self.now = 0.0
 
     def run(self, progress: Progress | None = None, checkpoint: Checkpoint | None = None) -> RunResult:
@@ -132,6 +135,7 @@ class Simulation:
         if checkpoint is not None and self.on_sample is not None:
             raise ValueError("a run that samples its states cannot be checkpointed")
         started = saved = time.perf_counter()
+        self._cpu_started = cpu_seconds()
         self._begin()
         if progress is not None:
             progress(self.now, self.events, self.calls)
@@ -201,8 +205,11 @@ class Simulation:
         if now - saved < checkpoint.every_s:
             return saved
         self.now = t
-        self.save(checkpoint, self.wall_before + (now - started))
+        self.save(checkpoint, self.wall_before + (now - started), self._cpu_so_far())
         return now
+
+    def _cpu_so_far(self) -> float:
+        return getattr(self, "cpu_before", 0.0) + (cpu_seconds() - self._cpu_started)
 
     def _result(self, progress: Progress | None, started: float) -> RunResult:
         """The metrics and counters of the finished run."""
@@ -218,13 +225,14 @@ class Simulation:
             requests=sum(1 for r in self.requests if r.arrival_s <= self.end),
             calls=self.calls,
             wall_s=self.wall_before + (time.perf_counter() - started),
+            cpu_s=self._cpu_so_far(),
             call_stats_s=dict(self.call_stats),
         )
 
-    def save(self, checkpoint: Checkpoint, wall_s: float) -> None:
+    def save(self, checkpoint: Checkpoint, wall_s: float, cpu_s: float = 0.0) -> None:
         """Write the whole state between two events to `checkpoint.path` (atomically): a small
         header (identity, simulated time, wall time so far), then the state."""
-        state = dict(self.__dict__, wall_before=wall_s)
+        state = dict(self.__dict__, wall_before=wall_s, cpu_before=cpu_s)
         header = {"format": CHECKPOINT_FORMAT, "identity": checkpoint.identity}
         header.update(t=self.now, end=self.end, wall_s=wall_s)
         path = Path(checkpoint.path)

@@ -45,6 +45,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+try:
+    import resource
+except ImportError:  # not on Windows
+    resource = None  # type: ignore[assignment]
+
 from origamig.bilp.backends import base
 
 if TYPE_CHECKING:
@@ -54,6 +59,7 @@ KILL_GRACE_S = 0.3  # the caller ends the helper this long after the deadline if
 EXIT_WAIT_S = 1.0  # how long the caller waits for a helper that failed to exit, to read its status
 START_TIMEOUT_S = 120.0  # how long a new helper may take to import its solver (a loaded machine)
 HOST_MODULE = "origamig.bilp.backends.solver_host"
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 @dataclasses.dataclass
@@ -189,6 +195,25 @@ def _await_ready(host: _Host) -> None:
         code = host.end()
         raise OSError(f"the solver process did not start (exit status {code})")
     host.ready_at = time.perf_counter()
+
+
+def cpu_seconds() -> float:
+    """CPU seconds so far of this process, of its idle solver helpers (read from /proc; a helper is
+    idle between solves) and of its children already ended and reaped. The difference of two readings
+    taken between solves is what the solves in between cost on every core. Off Linux: this process's
+    own time and its reaped children's."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN) if resource is not None else None
+    reaped = children.ru_utime + children.ru_stime if children is not None else 0.0
+    return time.process_time() + reaped + sum(_proc_cpu_s(pid) for pid in helper_pids())
+
+
+def _proc_cpu_s(pid: int) -> float:
+    """User + system seconds of a live process (0 when it is gone or there is no /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime and stime, in clock ticks
 
 
 def helper_pids() -> list[int]:

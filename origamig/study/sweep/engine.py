@@ -109,7 +109,8 @@ def list_cells(name: str, scale: Scale, cells: Sequence[Cell], out_dir: Path) ->
     for c in cells:
         run_ = stored.get(c.key)
         if run_ is not None:
-            state = f"done ({run_['wall_s']:.0f} s)"
+            cpu = f", {run_['cpu_s']:.0f} s CPU" if run_.get("cpu_s") is not None else ""
+            state = f"done ({run_['wall_s']:.0f} s wall{cpu})"
             if run_.get("code") != code:
                 state += f" by other code ({run_.get('code') or 'revision 3'}): --adopt checks it"
         else:

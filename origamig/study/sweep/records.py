@@ -47,6 +47,7 @@ def record(cell: Cell, result: RunResult, code: str) -> dict[str, Any]:
         "requests": result.requests,
         "calls": result.calls,
         "wall_s": result.wall_s,
+        "cpu_s": result.cpu_s,  # every core, the solver's helper process included
         "code": code,
     }
     derive(entry, cell.config)
