@@ -2,7 +2,7 @@
 
     {"version": 1,
      "runs":    [{"policy", "seed", "config": {...}, "metrics": {name: value}, "counters", "events",
-                  "requests", "calls", "wall_s", "call_stats_s"}],
+                  "requests", "calls", "wall_s", "cpu_s", "call_stats_s"}],
      "summary": [{"variant", "load", "policy", "seeds", "metrics": {name: {"mean", "ci95", "n", "values"}}}],
      "paired":  [{"variant", "load", "policy", "baseline", "seeds",
                   "metrics": {name: {"mean", "ci95", "n", "values", "wins"}}}]}
