@@ -285,3 +285,17 @@ def test_benchmark_cpu_time_counts_the_solver_helper_process() -> None:
     own, cpu = time.process_time() - own0, cpu_seconds() - cpu0
     assert result.wall_s > 0.05  # a solve long enough to measure
     assert cpu > own and cpu >= 0.25 * result.wall_s  # the helper's CPU is counted (a loaded CI: 1/4 of wall)
+
+
+def test_root_gap_split_sums_to_the_gap_and_the_lp_bounds_the_mip() -> None:
+    """`benchmarks/root_gap.py`: the LP optimum is at least the MIP's, and the families add up to it."""
+    import json
+    from pathlib import Path
+
+    from benchmarks import root_gap
+
+    calls = json.loads((Path(root_gap.ROOT) / "results" / "solver_replay_calls.json").read_text())["calls"]
+    row = root_gap.split(calls[0])
+    assert row["mip_proved"] and row["gap"] >= -1e-6
+    assert sum(row["by_family"].values()) == pytest.approx(row["gap"], abs=1e-6)
+    assert row["lp"] >= row["mip"] >= row["start"] - 1e-6

@@ -1,0 +1,110 @@
+"""Where the LP relaxation's gap sits: the objective by variable family, LP optimum against MIP optimum.
+
+For each recorded call (default: the 60 recorded 128-PM calls) the LP relaxation and the MIP are
+solved to optimality (HiGHS, one thread) and the difference of their objectives is split by the
+model's variable families (docs/model.md): `phi` and `gamma` (PMs and GPUs switched off), `q` (the
+GPUs' configurations, with their free-start credit), `mig` and `omega` (migrations), `x` (admissions).
+A positive share is what the LP gains there over the integer optimum; the families sum to the gap.
+This says which part of the model a stronger formulation or bound has to tighten.
+
+    python -m benchmarks.root_gap                     # the 60 recorded 128-PM calls
+    python -m benchmarks.root_gap --every 6           # every 6th call
+
+Prints a line per call and the totals; writes benchmarks/results/root_gap.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.publish import results_file
+from origamig.bilp import Limits, build_model, compile_model, restrict
+from origamig.bilp.backends import highs
+from origamig.snapshot.document import parse_snapshot
+
+ROOT = Path(__file__).resolve().parent
+CALLS = ROOT / "results" / "solver_replay-full_calls.json"
+RESULTS = ROOT / "results" / "root_gap.json"
+EXACT = Limits(time_limit_s=120.0, threads=1, kill_at_deadline=False)
+
+
+def lp_solution(compiled: Any) -> np.ndarray:
+    """The LP relaxation's optimal solution (HiGHS simplex)."""
+    import highspy
+
+    h = highs.new_highs(highspy)
+    h.setOptionValue("output_flag", False)
+    h.passModel(highs.highs_lp(highspy, compiled, relaxed=True))
+    h.run()
+    return np.asarray(h.getSolution().col_value, dtype=float)
+
+
+def split(call: dict[str, Any]) -> dict[str, Any]:
+    """The LP − MIP objective difference of one recorded call, by variable family."""
+    snap = parse_snapshot(call["snapshot"])
+    dc = snap.datacenter()
+    compiled = compile_model(build_model(restrict(dc, range(len(dc.pms)), snap.pending), snap.weights))
+    families = [var.parent_component().name for var in compiled.columns]
+    x_lp = lp_solution(compiled)
+    mip = highs.HighsBackend().solve_in_process(compiled, compiled.hint, EXACT)
+    assert mip.x is not None
+    by_family: collections.Counter[str] = collections.Counter()
+    for j, family in enumerate(families):
+        by_family[family] += float(compiled.c[j] * (x_lp[j] - mip.x[j]))
+    return {
+        "t_s": call.get("t_s"),
+        "columns": compiled.size["columns"],
+        "lp": compiled.objective_of(x_lp),
+        "mip": mip.objective,
+        "mip_proved": mip.proved_optimal,
+        "start": compiled.objective_of(compiled.hint),
+        "gap": compiled.objective_of(x_lp) - (mip.objective or 0.0),
+        "by_family": {k: v for k, v in sorted(by_family.items()) if abs(v) > 1e-9},
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--calls", type=Path, default=CALLS, help="a recorded calls file (solver_replay)")
+    ap.add_argument("--every", type=int, default=1, help="take every n-th call (default: all)")
+    ap.add_argument("--out", type=Path, default=RESULTS)
+    args = ap.parse_args()
+    args.out = results_file(args.out, RESULTS)
+    calls = json.loads(args.calls.read_text())["calls"][:: max(1, args.every)]
+    rows = []
+    total: collections.Counter[str] = collections.Counter()
+    for i, call in enumerate(calls):
+        row = split(call)
+        rows.append(row)
+        total.update(row["by_family"])
+        shares = ", ".join(f"{k} {v:+.1f}" for k, v in row["by_family"].items() if abs(v) >= 0.05)
+        print(f"call {i:3}: gap {row['gap']:6.1f} = {shares}", flush=True)
+    gaps = [r["gap"] for r in rows]
+    summary = {
+        "calls": len(rows),
+        "gap_median": float(np.median(gaps)),
+        "gap_total": float(sum(gaps)),
+        "by_family_total": {k: v for k, v in sorted(total.items()) if abs(v) > 1e-9},
+        "mip_proved": sum(r["mip_proved"] for r in rows),
+    }
+    print(
+        f"\n{len(rows)} calls, LP − MIP gap median {summary['gap_median']:.1f}, "
+        f"total {summary['gap_total']:.1f}:"
+    )
+    for k, v in summary["by_family_total"].items():
+        print(f"  {k:6} {v:+9.1f}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(
+        json.dumps({"calls_file": str(args.calls), "summary": summary, "rows": rows}, indent=1)
+    )
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
