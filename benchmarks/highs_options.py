@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.publish import quantile, results_file
+from benchmarks.publish import quantile, results_file, write_json
 from origamig.bilp import build_model, compile_model, restrict
 from origamig.bilp.backends import highs
 from origamig.bilp.backends.base import Limits
@@ -102,10 +102,7 @@ def main() -> None:
             f"{name:16} {s['median_s']:9.2f} {s['p95_s']:7.2f} {s['total_s']:8.1f} "
             f"{s['median_ratio_to_default']:6.3f} {s['proved']:4}/{len(rows)} {s['objective_differs']:8}"
         )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(
-        json.dumps({"calls_file": str(args.calls), "summary": summary, "rows": rows}, indent=1)
-    )
+    write_json(args.out, {"calls_file": str(args.calls), "summary": summary, "rows": rows})
     print(f"wrote {args.out}")
 
 

@@ -24,7 +24,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from benchmarks.publish import publish, quantile, results_file, scale_parser
+from benchmarks.publish import publish, quantile, results_file, scale_parser, write_json
 from benchmarks.solver_replay import Setup, record
 from origamig.bilp import Limits, build_model, compile_model, no_change_proof, restrict, solve_region
 from origamig.bilp.backends.base import BOUND
@@ -190,8 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         print(scale, flush=True)
         calls = record(setup)
         calls_file = args.out.with_name(args.out.stem + "_calls.json")
-        calls_file.parent.mkdir(parents=True, exist_ok=True)
-        calls_file.write_text(json.dumps({"setup": asdict(setup), "calls": calls}, indent=1))
+        write_json(calls_file, {"setup": asdict(setup), "calls": calls})
         spent = time.perf_counter() - started
         print(f"recorded {len(calls)} calls in {spent:.0f} s -> {calls_file}", flush=True)
     rows = []

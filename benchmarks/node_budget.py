@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.publish import results_file
+from benchmarks.publish import results_file, write_json
 from origamig.bilp import build_model, compile_model, restrict
 from origamig.bilp.backends.base import Limits, get_backend
 from origamig.snapshot.document import parse_snapshot
@@ -100,8 +100,7 @@ def main() -> None:
         f"{summary['unproved_better_with_large']} of them better at {large}"
     )
     doc = {"calls_file": str(args.calls), "budgets": [small, large], "summary": summary, "rows": rows}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(doc, indent=1))
+    write_json(args.out, doc)
     print(f"wrote {args.out}")
 
 

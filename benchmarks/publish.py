@@ -24,6 +24,12 @@ def quantile(values: Sequence[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
+def write_json(path: Path, doc: Any) -> None:
+    """Write `doc` as a benchmark's JSON (indent 1) to `path`, making its folder if needed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=1))
+
+
 def publish(
     doc: dict[str, Any],
     out: Path,
@@ -36,8 +42,7 @@ def publish(
     doc["wall_s"] = time.perf_counter() - started
     doc["meta"] = {"cpus": os.cpu_count(), "loadavg_start": load_at_start, "loadavg_end": os.getloadavg()}
     print_table(doc)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(doc, indent=1))
+    write_json(out, doc)
     png = out.with_suffix(".png")
     draw(doc, png)
     print(f"wrote {out} and {png} in {doc['wall_s']:.0f} s")

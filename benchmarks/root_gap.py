@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.publish import results_file
+from benchmarks.publish import results_file, write_json
 from origamig.bilp import Limits, build_model, compile_model, restrict
 from origamig.bilp.backends import highs
 from origamig.snapshot.document import parse_snapshot
@@ -99,10 +99,7 @@ def main() -> None:
     )
     for k, v in summary["by_family_total"].items():
         print(f"  {k:6} {v:+9.1f}")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(
-        json.dumps({"calls_file": str(args.calls), "summary": summary, "rows": rows}, indent=1)
-    )
+    write_json(args.out, {"calls_file": str(args.calls), "summary": summary, "rows": rows})
     print(f"wrote {args.out}")
 
 

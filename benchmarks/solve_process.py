@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.publish import results_file
+from benchmarks.publish import results_file, write_json
 from benchmarks.solvers import neighborhoods
 from origamig.cluster.datacenter import DataCenter
 from origamig.snapshot.document import placement_json
@@ -134,8 +134,7 @@ def main() -> None:
         "loadavg_end": os.getloadavg(),
         "cpus": os.cpu_count(),
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"meta": meta, "summary": summary, "runs": rows}, indent=1))
+    write_json(args.out, {"meta": meta, "summary": summary, "runs": rows})
     print(f"loadavg start {load}, end {meta['loadavg_end']}; wrote {args.out}")
 
 

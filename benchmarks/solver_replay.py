@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.paper_values import TABLE10, TABLE12_CALL_MEDIAN_S
-from benchmarks.publish import publish, quantile, results_file, scale_parser
+from benchmarks.publish import publish, quantile, results_file, scale_parser, write_json
 from origamig.bilp import Limits, solve_region
 from origamig.bilp.backends.deadline import cpu_seconds
 from origamig.call.neighborhood import Neighborhood
@@ -374,8 +374,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}: {scale}", flush=True)
         recorded = record(setup)
         calls = spread(recorded, setup.calls)
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        calls_file.write_text(json.dumps({"setup": asdict(setup), "calls": calls}, indent=1))
+        write_json(calls_file, {"setup": asdict(setup), "calls": calls})
         print(
             f"recorded {len(recorded)} calls in {time.perf_counter() - started:.0f} s -> {calls_file}",
             flush=True,

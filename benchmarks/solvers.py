@@ -36,7 +36,7 @@ import statistics
 import time
 from pathlib import Path
 
-from benchmarks.publish import results_file
+from benchmarks.publish import results_file, write_json
 from origamig.bilp import Limits, build_model, compile_model, decode, no_change_proof, restrict
 from origamig.bilp.backends.base import get_backend
 from origamig.bilp.backends.deadline import cpu_seconds
@@ -300,8 +300,7 @@ def main() -> None:
         "cpus": os.cpu_count(),
         "prototype": PROTOTYPE,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"meta": meta, "summary": summary, "instances": rows}, indent=1))
+    write_json(args.out, {"meta": meta, "summary": summary, "instances": rows})
     print(f"loadavg start {load}, end {meta['loadavg_end']}; wrote {args.out}")
 
 
