@@ -1,7 +1,8 @@
 """What an operator's `origamig solve` costs beyond the solver: process wall time minus solver time.
 
-Five fragmented 16-PM neighborhoods (the generator of `benchmarks/solvers.py`, seed 1) are written
-as snapshot files and each is solved by a fresh process, as an operator runs it:
+Five fragmented 16-PM neighborhoods (the generator of `benchmarks/solvers.py`, seed 1; `--pms N`:
+fragmented N-PM data centers of the same recipe, seed 7) are written as snapshot files and each is
+solved by a fresh process, as an operator runs it:
 
     origamig solve hoodN.json --neighborhood all --time-limit 10 --json
 
@@ -13,6 +14,7 @@ holding an `origamig` package; default: this one); medians over instances and re
 
     python -m benchmarks.solve_process                                  # this checkout, 3 repeats
     python -m benchmarks.solve_process --versions old=/tmp/old,new=.   # side by side
+    python -m benchmarks.solve_process --pms 48 --instances 3          # larger snapshots
 
 Prints a table and writes benchmarks/results/solve_process.json.
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -31,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.publish import results_file, write_json
-from benchmarks.solvers import neighborhoods
+from benchmarks.solvers import fragmented, neighborhoods
 from origamig.cluster.datacenter import DataCenter
 from origamig.snapshot.document import placement_json
 
@@ -58,6 +61,14 @@ def snapshot_of(dc: DataCenter) -> dict[str, Any]:
     return {"version": 1, "pms": pms, "vms": vms}
 
 
+def instances(n_pms: int, count: int) -> list[DataCenter]:
+    """The 16-PM neighborhoods of `benchmarks/solvers.py`, or `count` fragmented `n_pms`-PM ones."""
+    if n_pms == 16:
+        return neighborhoods(1, count)
+    rng = random.Random(7)
+    return [fragmented(rng, n_pms) for _ in range(count)]
+
+
 def run_once(package_root: Path, snapshot: Path) -> dict[str, float]:
     """One `origamig solve` process of the checkout at `package_root`: wall, solver wall, overhead."""
     env = dict(os.environ, PYTHONPATH=str(package_root))
@@ -66,17 +77,24 @@ def run_once(package_root: Path, snapshot: Path) -> dict[str, float]:
     done = subprocess.run(
         [sys.executable, "-c", code, COMMAND[0], str(snapshot), *COMMAND[1:]],
         env=env,
+        cwd=package_root,  # `python -c` puts its working folder first on the path, before PYTHONPATH
         capture_output=True,
         text=True,
         check=False,
     )
     wall = time.perf_counter() - t0
-    if done.returncode != 0:
+    if done.returncode not in (0, 3):  # 3: stopped at the limit, nothing better found
         raise SystemExit(
             f"error: {package_root}: solve exited {done.returncode}: {done.stderr.strip()[-300:]}"
         )
     solver = json.loads(done.stdout)["solver"]
-    return {"wall_s": wall, "solver_s": solver["wall_s"], "overhead_s": wall - solver["wall_s"]}
+    return {
+        "wall_s": wall,
+        "solver_s": solver["wall_s"],
+        "overhead_s": wall - solver["wall_s"],
+        "bound_s": solver["timings"].get("bound_s", 0.0),
+        "termination": solver["termination"],
+    }
 
 
 def main() -> None:
@@ -86,6 +104,7 @@ def main() -> None:
     )
     ap.add_argument("--instances", type=int, default=5, help="16-PM neighborhoods (default 5)")
     ap.add_argument("--repeats", type=int, default=3, help="runs of each instance per version (default 3)")
+    ap.add_argument("--pms", type=int, default=16, help="PMs per snapshot (default 16: the neighborhoods)")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args()
     args.out = results_file(args.out, RESULTS)
@@ -94,7 +113,7 @@ def main() -> None:
     load = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         files = []
-        for n, dc in enumerate(neighborhoods(1, args.instances)):
+        for n, dc in enumerate(instances(args.pms, args.instances)):
             path = Path(tmp) / f"hood{n}.json"
             path.write_text(json.dumps(snapshot_of(dc)))
             files.append(path)
@@ -105,7 +124,8 @@ def main() -> None:
                     rows.append({"version": name, "instance": n, "repeat": rep, **r})
                     print(
                         f"{name:8} hood{n} rep {rep}: process {r['wall_s']:.2f} s, "
-                        f"solver {r['solver_s']:.2f} s, overhead {r['overhead_s']:.2f} s",
+                        f"solver {r['solver_s']:.2f} s ({r['termination']}), LP bound {r['bound_s']:.2f} s, "
+                        f"overhead {r['overhead_s']:.2f} s",
                         flush=True,
                     )
     summary = {}
@@ -129,6 +149,7 @@ def main() -> None:
         )
     meta = {
         "command": COMMAND,
+        "pms": args.pms,
         "versions": versions,
         "loadavg_start": load,
         "loadavg_end": os.getloadavg(),

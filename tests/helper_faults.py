@@ -35,8 +35,11 @@ def solve_in_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
     solver) is the one that runs; the helper process would run the real one."""
     from origamig.bilp.backends import base, deadline
 
-    def here(name: str, compiled: Any, hint: np.ndarray, limits: Any, started: float) -> base.SolveResult:
-        return base.errors_as_result(base.get_backend(name), compiled, hint, limits)
+    def here(
+        name: str, compiled: Any, hint: np.ndarray, limits: Any, started: float, meanwhile: Any = None
+    ) -> base.SolveResult:
+        early = meanwhile() if meanwhile is not None else None
+        return early or base.errors_as_result(base.get_backend(name), compiled, hint, limits)
 
     monkeypatch.setattr(deadline, "solve_in_child", here)
 

@@ -48,7 +48,7 @@ def test_a_solve_loads_only_its_own_solver() -> None:
     code = (
         "import contextlib, io, sys\nfrom origamig.cli.app import main\n"
         "from origamig.bilp.backends import base, deadline\n"
-        "deadline.solve_in_child = lambda name, c, hint, limits, t0: "
+        "deadline.solve_in_child = lambda name, c, hint, limits, t0, meanwhile=None: "
         "base.get_backend(name).solve_in_process(c, hint, limits)\n"
         f"sys.argv = ['origamig', 'solve', {str(snapshot)!r}, '--json', '--deterministic']\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"

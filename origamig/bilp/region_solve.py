@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 from origamig.bilp.backends.base import Limits, SolveResult, get_backend
 from origamig.bilp.backends.deadline import start_solver_helpers
-from origamig.bilp.bound import no_change_proof
+from origamig.bilp.bound import NoChangeProof, no_change_proof
 from origamig.bilp.compile import compile_model, decode
 from origamig.bilp.model import build_model
 from origamig.bilp.nogood import NoGood, add_no_goods, touched_gpus
@@ -48,13 +48,17 @@ def solve_region(
     limits: Limits = Limits(),  # noqa: B008 — frozen record
     prove_first: bool = True,
     no_goods: Sequence[NoGood] = (),
+    bound_alongside: bool = False,
 ) -> RegionSolution:
     """Optimize the region from its current placement (pending VMs rejected) as the start.
 
     With `prove_first`, the LP bound is tried before the MIP (`bound.no_change_proof`): when it
     proves that nothing beats the current placement, that placement is the answer, proved optimal,
-    with termination `bound` and no MIP solved. `no_goods` exclude earlier targets whose moves had
-    no valid order (`nogood.py`)."""
+    with termination `bound` and no MIP solved. With `bound_alongside` as well (and a wall-clock
+    limit), the LP bound is computed while the solver's helper process already solves the MIP, and
+    a proof ends that helper: the answer comes sooner, at the price of a new helper for the next call
+    (for a one-shot process such as `origamig solve`). `no_goods` exclude earlier targets whose moves
+    had no valid order (`nogood.py`)."""
     backend = get_backend(solver)
     start_solver_helpers(solver, limits)  # new solver helpers start while the model is built
     t0 = time.perf_counter()
@@ -64,13 +68,23 @@ def solve_region(
     t1 = time.perf_counter()
     compiled = compile_model(model)
     t2 = time.perf_counter()
-    proof = no_change_proof(compiled, limits) if prove_first else None
+    proofs: list[NoChangeProof] = []
+
+    def prove() -> SolveResult | None:
+        proofs.append(no_change_proof(compiled, limits))
+        return proofs[-1].as_result(backend.name, compiled) if proofs[-1].proved else None
+
+    alongside = prove_first and bound_alongside and not limits.deterministic
+    early = prove() if prove_first and not alongside else None
     t_bound = time.perf_counter()
-    if proof is not None and proof.proved:
-        result = proof.as_result(backend.name, compiled)
+    if early is not None:
+        result = early
     else:
-        result = backend.solve(compiled, compiled.hint, _less_time(limits, t_bound - t2))
+        result = backend.solve(
+            compiled, compiled.hint, limits.less(t_bound - t2), prove if alongside else None
+        )
     t3 = time.perf_counter()
+    proof = proofs[0] if proofs else None
     target = decode(model, compiled, result.x if result.x is not None else compiled.hint)
     if not result.proved_optimal:
         # An unproved incumbent may carry a needless m, ω or φ; report what the returned placement is worth.
@@ -80,10 +94,10 @@ def solve_region(
     t4 = time.perf_counter()
     admitted = tuple(v for v in region.pending if v in target)
     rejected = tuple(v for v in region.pending if v not in target)
-    timings = {
+    timings = {  # alongside, the LP bound's time is part of the solve's (bound_s overlaps solve_s)
         "build_s": t1 - t0,
         "compile_s": t2 - t1,
-        "bound_s": t_bound - t2,
+        "bound_s": proof.wall_s if proof is not None else 0.0,
         "solve_s": t3 - t_bound,
         "decode_s": t4 - t3,
     }
@@ -93,11 +107,3 @@ def solve_region(
         + compiled.size.get("nonzeros", 0) * BUILD_SECONDS_PER_NONZERO
     )
     return RegionSolution(target, admitted, rejected, result, timings, result.work, compiled.size, modeled)
-
-
-def _less_time(limits: Limits, spent_s: float) -> Limits:
-    """`limits` with `spent_s` taken off its wall-clock limit (deterministic budgets are untouched)."""
-    wall = limits.wall_limit_s
-    if wall is None or spent_s <= 0:
-        return limits
-    return replace(limits, time_limit_s=max(0.0, wall - spent_s))

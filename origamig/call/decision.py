@@ -107,15 +107,22 @@ def decide(
     limits: Limits = Limits(),  # noqa: B008 — frozen record
     no_good_limit: int = 0,
     bandwidth_gbit_s: float = DEFAULT_BANDWIDTH_GBIT_S,
+    *,
+    bound_alongside: bool = False,
 ) -> Decision:
     """Solve the neighborhood (`pms`, `pending`), plan, referee, decide; never mutates `dc`.
+
+    `bound_alongside`: the LP bound runs while the solver already solves (`bilp.solve_region`), for
+    a process that waits for the answer (a one-shot `origamig solve`), not for a long-lived caller.
 
     When the solution's moves have no valid order, up to `no_good_limit` times: exclude it by a
     no-good cut on the VMs that could not be ordered (`bilp.nogood`) and solve again, so that an
     equally good (or the next best) reachable target is found. The simulator's calls keep 0."""
     cuts: list[NoGood] = []
     while True:
-        sol = solve_region(dc, pms, pending, weights, solver=solver, limits=limits, no_goods=cuts)
+        sol = solve_region(
+            dc, pms, pending, weights, solver, limits, no_goods=cuts, bound_alongside=bound_alongside
+        )
         t_solved = time.perf_counter()
         decision = _judge(dc, pms, pending, weights, sol, bandwidth_gbit_s)
         timings = {**sol.timings, "plan_s": time.perf_counter() - t_solved}

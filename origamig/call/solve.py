@@ -182,17 +182,19 @@ def solve_snapshot(
     consolidation_rounds: int = 1,
     no_good_limit: int = NO_GOOD_LIMIT,
     bandwidth_gbit_s: float = DEFAULT_BANDWIDTH_GBIT_S,
+    bound_alongside: bool = False,
 ) -> Outcome:
     """Optimize `snap` and decide; never mutates `snap`.
 
     With `neighborhood="auto"` and `calls` ≠ 1: successive calls (`successive.run_calls`, at most
     `calls`), admission first, then up to `consolidation_rounds` rounds of consolidation calls.
     Otherwise one call (`decision.decide`) on the chosen scope. A target whose moves have no valid
-    order is excluded and solved again up to `no_good_limit` times per call."""
+    order is excluded and solved again up to `no_good_limit` times per call. `bound_alongside`: each
+    call's LP bound runs while its solver already solves (`decision.decide`), for a one-shot process."""
     w = weights or snap.weights
     dc = snap.datacenter()
     if neighborhood == "auto" and calls != 1:
-        planning = (no_good_limit, bandwidth_gbit_s)
+        planning = (no_good_limit, bandwidth_gbit_s, bound_alongside)
         return _solve_successive(snap, dc, w, solver, limits, calls, consolidation_rounds, planning)
     scope = choose_scope(dc, neighborhood, w)
     if not consolidation_rounds and not scope.pending:
@@ -220,7 +222,17 @@ def solve_snapshot(
     )
     if not scope.pms and not scope.pending:
         return _with_pending(snap, unchanged, None, f"nothing to optimize: {scope.note}")
-    decision = decide(dc, scope.pms, scope.pending, w, solver, limits, no_good_limit, bandwidth_gbit_s)
+    decision = decide(
+        dc,
+        scope.pms,
+        scope.pending,
+        w,
+        solver,
+        limits,
+        no_good_limit,
+        bandwidth_gbit_s,
+        bound_alongside=bound_alongside,
+    )
     sol = decision.solution
     proposed_placement = {**current, **sol.target}
     tried = replace(
@@ -265,11 +277,11 @@ def _solve_successive(
     limits: Limits,
     calls: int | None,
     consolidation_rounds: int,
-    planning: tuple[int, float],
+    planning: tuple[int, float, bool],
 ) -> Outcome:
     """Successive calls from `dc` (the snapshot's state), their plans chained into one."""
     bounds = Bounds(*derived_bounds(dc.pms))
-    no_good_limit, bandwidth = planning
+    no_good_limit, bandwidth, alongside = planning
     seq = run_calls(
         dc,
         w,
@@ -280,6 +292,7 @@ def _solve_successive(
         consolidation_rounds=consolidation_rounds,
         no_good_limit=no_good_limit,
         bandwidth_gbit_s=bandwidth,
+        bound_alongside=alongside,
     )
     current = dict(dc.placement)
     vms = dict(snap.vms)

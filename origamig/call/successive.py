@@ -60,13 +60,16 @@ def run_calls(
     consolidation_rounds: int = 1,
     no_good_limit: int = 0,
     bandwidth_gbit_s: float = DEFAULT_BANDWIDTH_GBIT_S,
+    bound_alongside: bool = False,
 ) -> CallSequence:
-    """Admission calls until every pending VM is admitted or retired, then consolidation calls."""
+    """Admission calls until every pending VM is admitted or retired, then consolidation calls
+    (`bound_alongside`: see `decision.decide`)."""
     state = dc.copy()
     calls: list[Call] = []
     tried: dict[str, int] = {}
     outright: list[str] = []
     queue = list(state.pending)
+    planning = (no_good_limit, bandwidth_gbit_s, bound_alongside)
 
     def budget_left() -> bool:
         return max_calls is None or len(calls) < max_calls
@@ -77,7 +80,7 @@ def run_calls(
         queue = [v for v in queue if v not in nb.rejected]
         if not nb.pending:
             break
-        _call(state, nb, weights, solver, limits, (no_good_limit, bandwidth_gbit_s), calls)
+        _call(state, nb, weights, solver, limits, planning, calls)
         for v in nb.pending:
             tried[v] = len(calls) - 1
         admitted = [v for v in nb.pending if v in state.placement]
@@ -91,7 +94,7 @@ def run_calls(
                 break
             nb = select_consolidation(state, h, weights, bounds)
             if nb.pms:
-                changed |= _call(state, nb, weights, solver, limits, (no_good_limit, bandwidth_gbit_s), calls)
+                changed |= _call(state, nb, weights, solver, limits, planning, calls)
         if not changed:
             break
     return CallSequence(tuple(calls), state, tried, tuple(outright), tuple(queue))
@@ -109,12 +112,22 @@ def _call(
     weights: Weights,
     solver: str,
     limits: Limits,
-    planning: tuple[int, float],
+    planning: tuple[int, float, bool],
     calls: list[Call],
 ) -> bool:
     """Decide one call on `state`; apply its plan to `state` when it is applied. True if applied."""
-    no_good_limit, bandwidth = planning
-    decision = decide(state, nb.pms, nb.pending, weights, solver, limits, no_good_limit, bandwidth)
+    no_good_limit, bandwidth, alongside = planning
+    decision = decide(
+        state,
+        nb.pms,
+        nb.pending,
+        weights,
+        solver,
+        limits,
+        no_good_limit,
+        bandwidth,
+        bound_alongside=alongside,
+    )
     calls.append(Call(nb, decision))
     if not decision.applied or decision.plan is None:
         return False

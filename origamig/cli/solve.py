@@ -151,11 +151,12 @@ def solve(
     """
     from origamig.bilp.backends.base import make_limits  # the solvers load only when a solve runs
     from origamig.bilp.backends.deadline import start_solver_helpers
-    from origamig.call.solve import solve_snapshot
 
     check_quantities({"--time-limit": time_limit, "--threads": threads})
     limits = make_limits(solver.value, time_limit, threads, deterministic)
     start_solver_helpers(solver.value, limits)  # they import their solver while this process reads
+    from origamig.call.solve import solve_snapshot  # Pyomo and the planner: after the helpers start
+
     snap = load_snapshot(snapshot)
     overrides = {"accept": accept, "pm": pm, "gpu": gpu, "free_start": free_start, "migration": migration}
     weights = _weights(goal_weights(goal, snap.weights, snap.pms, len(snap.vms)), overrides)
@@ -170,6 +171,7 @@ def solve(
             consolidation_rounds=consolidation_rounds(goal),
             no_good_limit=no_good_cuts,
             bandwidth_gbit_s=bandwidth,
+            bound_alongside=True,  # this process waits for the answer: the LP bound beside the solver
         )
     doc = outcome.to_json()
     doc["summary"] = {"before": _state(snap, outcome, False), "after": _state(snap, outcome, True)}

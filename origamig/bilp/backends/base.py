@@ -11,7 +11,8 @@ from __future__ import annotations
 import importlib
 import os
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -108,6 +109,14 @@ class Limits:
         deterministic mode (which has none) the safety net."""
         return self.safety_net_s if self.budget_only else self.time_limit_s
 
+    def less(self, spent_s: float) -> Limits:
+        """These limits with `spent_s` taken off the wall-clock limit (a deterministic budget, which
+        has none, is untouched)."""
+        wall = self.wall_limit_s
+        if wall is None or spent_s <= 0:
+            return self
+        return replace(self, time_limit_s=max(0.0, wall - spent_s))
+
     def thread_count(self) -> int:
         if self.threads is not None:
             return max(1, self.threads)
@@ -160,6 +169,10 @@ class SolveResult:
         }
 
 
+# The caller's own work during a solve (`Backend.solve`): a result it returns is the solve's answer.
+Meanwhile = Callable[[], SolveResult | None]
+
+
 def one_line(text: str, limit: int = 240) -> str:
     """`text` (a solver's message) on one line, at most `limit` characters."""
     flat = " ".join(text.split())
@@ -203,7 +216,12 @@ class Backend(Protocol):
     @classmethod
     def available(cls) -> str | None: ...
 
-    def solve(self, compiled: Compiled, hint: np.ndarray, limits: Limits) -> SolveResult: ...
+    def solve(
+        self, compiled: Compiled, hint: np.ndarray, limits: Limits, meanwhile: Meanwhile | None = None
+    ) -> SolveResult:
+        """Solve within `limits`. `meanwhile` is the caller's own work, done while a helper process
+        solves (or first, when the solve runs here); a result it returns is the answer."""
+        ...
 
     def solve_in_process(self, compiled: Compiled, hint: np.ndarray, limits: Limits) -> SolveResult:
         """The solve in the calling process (`solve` sends it to a helper process when limited)."""

@@ -33,7 +33,7 @@ PRESOLVE_S_PER_NONZERO = 1e-5
 _FALLBACK_SCALE = 10**6  # objective scale when the weights have more than 6 decimals (rounded)
 
 
-class CpSatBackend:
+class CpSatBackend(deadline.SolvesInHelper):
     """OR-Tools CP-SAT with LP relaxation workers."""
 
     name = "cpsat"
@@ -55,12 +55,6 @@ class CpSatBackend:
         except ImportError as err:
             return f"ortools is not installed ({err})"
         return None
-
-    def solve(self, compiled: Compiled, hint: np.ndarray, limits: base.Limits) -> base.SolveResult:
-        """Solve within `limits`; with a wall-clock limit in a helper process ended at the deadline."""
-        if limits.kill_after_s is not None and limits.kill_at_deadline:
-            return deadline.solve_in_child(self.name, compiled, hint, limits, time.perf_counter())
-        return base.errors_as_result(self, compiled, hint, limits)
 
     def solve_in_process(self, compiled: Compiled, hint: np.ndarray, limits: base.Limits) -> base.SolveResult:
         """Solve here: CP-SAT's own time limit, and a guard that stops the search if it overruns."""

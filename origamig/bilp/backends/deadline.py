@@ -25,6 +25,10 @@ A deterministic solve has no wall-clock limit (its result must not depend on the
 it runs in a helper too, ended only by the safety net (`Limits.safety_net_s`, minutes), so that a
 solver phase that never ends cannot stall a simulation. Its helper gets no time limit of its own;
 the helper's solve gives exactly the answer of a solve in the calling process.
+
+While its helpers solve, the caller may do work of its own (`meanwhile`: a one-shot `solve` proves
+"no change" by the LP bound there). An answer of that work settles the solve like a helper's: a helper
+still solving is ended, and a new one starts at once in its place, for the caller's next solve.
 """
 
 from __future__ import annotations
@@ -230,15 +234,61 @@ def _portable(compiled: Compiled) -> Compiled:
         return compiled
 
 
+def solve_limited(
+    backend: Any,
+    compiled: Compiled,
+    hint: np.ndarray,
+    limits: base.Limits,
+    meanwhile: base.Meanwhile | None = None,
+) -> base.SolveResult:
+    """`backend`'s solve within `limits`: with a wall-clock limit (or the safety net) in a helper
+    process ended at the deadline, `meanwhile` done while it solves; otherwise `meanwhile` first
+    and, when it gives no answer, the solve in this process with the time that is left."""
+    if limits.kill_after_s is not None and limits.kill_at_deadline and os.name == "posix":
+        return solve_in_child(backend.name, compiled, hint, limits, time.perf_counter(), meanwhile)
+    t0 = time.perf_counter()
+    early = meanwhile() if meanwhile is not None else None
+    if early is not None:
+        return early
+    return base.errors_as_result(backend, compiled, hint, limits.less(time.perf_counter() - t0))
+
+
+class SolvesInHelper:
+    """What a backend that solves in helper processes inherits: its `solve` (`solve_limited`)."""
+
+    name: str
+
+    def solve(
+        self,
+        compiled: Compiled,
+        hint: np.ndarray,
+        limits: base.Limits,
+        meanwhile: base.Meanwhile | None = None,
+    ) -> base.SolveResult:
+        """Solve within `limits`; with a wall-clock limit in a helper process ended at the deadline,
+        `meanwhile` done while it solves."""
+        return solve_limited(self, compiled, hint, limits, meanwhile)
+
+
 def solve_in_child(
-    backend_name: str, compiled: Compiled, hint: np.ndarray, limits: base.Limits, started: float
+    backend_name: str,
+    compiled: Compiled,
+    hint: np.ndarray,
+    limits: base.Limits,
+    started: float,
+    meanwhile: base.Meanwhile | None = None,
 ) -> base.SolveResult:
     """Solve in a helper process; at `started + limits.kill_after_s` (perf_counter) plus a short
-    grace, end it and answer with the start. A helper that dies answers the same way, as an ERROR."""
+    grace, end it and answer with the start. A helper that dies answers the same way, as an ERROR.
+    An answer of `meanwhile` (done here while the helper solves) is the answer."""
     assert limits.kill_after_s is not None
     if os.name != "posix":
-        return base.errors_as_result(base.get_backend(backend_name), compiled, hint, limits)
-    return race_in_children([(backend_name, limits)], compiled, hint, limits.kill_after_s, started)[0].result
+        early = meanwhile() if meanwhile is not None else None
+        return early or base.errors_as_result(base.get_backend(backend_name), compiled, hint, limits)
+    runs = [(backend_name, limits)]
+    return race_in_children(runs, compiled, hint, limits.kill_after_s, started, meanwhile=meanwhile)[
+        -1
+    ].result
 
 
 @dataclasses.dataclass(frozen=True)
@@ -257,12 +307,17 @@ def race_in_children(
     limit_s: float | None,
     started: float,
     settles: Callable[[base.SolveResult], bool] = lambda result: True,
+    meanwhile: base.Meanwhile | None = None,
 ) -> list[Entrant]:
     """Send the same solve to one helper per `(backend name, limits)`, all at once, and collect the
     answers. As soon as an answer `settles` the race (by default: any answer), the helpers still
     solving are ended; at `started + limit_s` (perf_counter; None: no limit) plus a short grace every
     helper still solving is ended. An ended or dead helper's entrant is the start (INTERRUPTED with
-    `GUARD_KILLED`, or ERROR); a new helper replaces it on the next solve."""
+    `GUARD_KILLED`, or ERROR); a new helper replaces it on the next solve.
+
+    `meanwhile` is called once the requests are sent. When it returns a result, that result settles
+    the race and comes back as one more entrant, after the runs' (answers already sent are kept; the
+    helpers still solving are ended, and their replacements start at once)."""
     hosts: list[_Host | None] = []
     failures: list[str] = []
     for name, _ in runs:  # every missing helper starts importing at once, then each is awaited
@@ -291,6 +346,14 @@ def race_in_children(
         except OSError as exc:
             answers[i] = ("died", f"{exc.__class__.__name__}: {exc}")
     settled_by = ""
+    early = meanwhile() if meanwhile is not None else None
+    if early is not None:
+        settled_by = f"the {early.termination} result"
+        for conn in connection_wait(list(waiting), 0):  # answers that came while `meanwhile` worked
+            assert isinstance(conn, Connection)
+            i = waiting.pop(conn)
+            answers[i] = _receive(conn)
+            answered_at[i] = time.perf_counter()
     while waiting and not settled_by:
         timeout = None if deadline == math.inf else max(0.0, deadline + KILL_GRACE_S - time.perf_counter())
         ready = connection_wait(list(waiting), timeout)
@@ -299,10 +362,7 @@ def race_in_children(
         for conn in ready:
             assert isinstance(conn, Connection)
             i = waiting.pop(conn)
-            try:
-                answers[i] = conn.recv()
-            except (EOFError, OSError) as exc:  # the helper died before answering
-                answers[i] = ("died", f"{exc.__class__.__name__}: {exc}")
+            answers[i] = _receive(conn)
             answered_at[i] = time.perf_counter()
             if isinstance(answers[i], base.SolveResult) and settles(answers[i]):
                 settled_by = runs[i][0]
@@ -320,7 +380,20 @@ def race_in_children(
         out.append(
             _entrant(name, compiled, hint, limits, answer, code, wall, failures[i], settled_by, limit_s)
         )
+    if early is not None:
+        for i in waiting.values():  # the helpers ended because `meanwhile` answered: replaced now
+            with contextlib.suppress(OSError):
+                _HOSTS.prepare(runs[i][0])
+        out.append(Entrant(early, True))
     return out
+
+
+def _receive(conn: Connection) -> Any:
+    """A helper's answer, or `("died", why)` when it died before answering."""
+    try:
+        return conn.recv()
+    except (EOFError, OSError) as exc:
+        return ("died", f"{exc.__class__.__name__}: {exc}")
 
 
 def _entrant(

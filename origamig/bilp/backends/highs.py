@@ -41,7 +41,7 @@ _threads_in_use: list[int] = []
 _banner_done: list[bool] = []
 
 
-class HighsBackend:
+class HighsBackend(deadline.SolvesInHelper):
     """HiGHS branch-and-cut via highspy."""
 
     name = "highs"
@@ -63,12 +63,6 @@ class HighsBackend:
         except ImportError as err:
             return f"highspy is not installed ({err})"
         return None
-
-    def solve(self, compiled: Compiled, hint: np.ndarray, limits: base.Limits) -> base.SolveResult:
-        """Solve within `limits`; with a wall-clock limit in a helper process ended at the deadline."""
-        if limits.kill_after_s is not None and limits.kill_at_deadline:
-            return deadline.solve_in_child(self.name, compiled, hint, limits, time.perf_counter())
-        return base.errors_as_result(self, compiled, hint, limits)
 
     def solve_in_process(self, compiled: Compiled, hint: np.ndarray, limits: base.Limits) -> base.SolveResult:
         """Solve here, the wall-clock limit held by HiGHS's time limit and the cancelling guard."""

@@ -50,19 +50,30 @@ class PortfolioBackend:
                 return why
         return None
 
-    def solve(self, compiled: Compiled, hint: np.ndarray, limits: base.Limits) -> base.SolveResult:
-        """Race HiGHS and CP-SAT within `limits` (wall clock); the first proof wins."""
+    def solve(
+        self,
+        compiled: Compiled,
+        hint: np.ndarray,
+        limits: base.Limits,
+        meanwhile: base.Meanwhile | None = None,
+    ) -> base.SolveResult:
+        """Race HiGHS and CP-SAT within `limits` (wall clock); the first proof wins. An answer of
+        `meanwhile` (done while they race) ends the race and is the answer."""
         if limits.deterministic:
             raise ValueError("the portfolio races on the wall clock and cannot solve deterministically")
         if os.name != "posix":  # no helper processes: HiGHS alone, in this process
-            return base.errors_as_result(base.get_backend("highs"), compiled, hint, limits)
+            return deadline.solve_limited(base.get_backend("highs"), compiled, hint, limits, meanwhile)
         started = time.perf_counter()
         total = max(len(MEMBERS), limits.thread_count())
         runs = [
             (MEMBERS[0], dataclasses.replace(limits, threads=1)),
             (MEMBERS[1], dataclasses.replace(limits, threads=total - 1)),
         ]
-        entrants = deadline.race_in_children(runs, compiled, hint, limits.time_limit_s, started, _settles)
+        entrants = deadline.race_in_children(
+            runs, compiled, hint, limits.time_limit_s, started, _settles, meanwhile
+        )
+        if len(entrants) > len(runs):  # `meanwhile` answered
+            return dataclasses.replace(entrants[-1].result, solver=self.name, winner="")
         return combine(entrants, compiled, hint)
 
     def solve_in_process(self, compiled: Compiled, hint: np.ndarray, limits: base.Limits) -> base.SolveResult:
