@@ -97,6 +97,16 @@ def run_once(package_root: Path, snapshot: Path) -> dict[str, float]:
     }
 
 
+def _revision(root: Path) -> str:
+    """The commit a checkout is at, `+` when its tree has changes ("" when it is no git checkout)."""
+    git = ["git", "-C", str(root)]
+    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False)
+    if head.returncode:
+        return ""
+    dirty = subprocess.run([*git, "status", "--porcelain", "--", "origamig"], capture_output=True, text=True)
+    return head.stdout.strip() + ("+" if dirty.stdout.strip() else "")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
@@ -151,6 +161,7 @@ def main() -> None:
         "command": COMMAND,
         "pms": args.pms,
         "versions": versions,
+        "revisions": {name: _revision(Path(root)) for name, root in versions.items()},
         "loadavg_start": load,
         "loadavg_end": os.getloadavg(),
         "cpus": os.cpu_count(),
