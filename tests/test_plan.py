@@ -84,6 +84,9 @@ def test_cost_counts_parking_apart_from_migrations() -> None:
     assert c.parking_penalty(10) == 30  # δ + 2δ (docs/policies.md#decision)
     assert set(c.to_dict()) >= {"migrations_intra", "parking_inter", "bytes_copied", "duration_s"}
     assert "2 migrations" in c.describe() and "2 parking" in c.describe()
+    assert "1 start," in c.describe() and "1 PM on" in c.describe()  # singular for one
+    one = PlanCost(migrations_inter=1, starts=2, pms_on=0).describe()
+    assert one.startswith("1 migration (") and "2 starts," in one and "0 PMs on" in one
     assert PlanCost().migrations == 0
 
 

@@ -255,14 +255,19 @@ class PlanCost:
     def describe(self) -> str:
         """One line for humans."""
         return (
-            f"{self.migrations} migrations "
+            f"{_count(self.migrations, 'migration')} "
             f"({self.migrations_intra} intra-PM, {self.migrations_inter} inter-PM)"
             f" + {self.parking} parking ({self.parking_intra} intra, {self.parking_inter} inter), "
-            f"{self.starts} starts, {self.migrated_gb:g} GB copied between PMs and "
+            f"{_count(self.starts, 'start')}, {self.migrated_gb:g} GB copied between PMs and "
             f"{self.local_bytes_copied / 1e9:g} GB inside PMs at {self.bandwidth_gbit_s:g} Gbit/s, "
-            f"{self.gi_operations} GIs created or destroyed, ~{self.total_s:.1f} s in all, "
-            f"{self.pms_on} PMs on, {self.pms_off} off"
+            f"{_count(self.gi_operations, 'GI')} created or destroyed, ~{self.total_s:.1f} s in all, "
+            f"{_count(self.pms_on, 'PM')} on, {self.pms_off} off"
         )
+
+
+def _count(n: int, noun: str) -> str:
+    """`n noun`, the noun in the plural unless n is 1."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def cost_of(moves: Sequence[MoveRecord], steps: Sequence[Step], bandwidth_gbit_s: float) -> PlanCost:
