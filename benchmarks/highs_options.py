@@ -8,6 +8,10 @@ per-call ratio to the default, and any call whose proved objective differs.
 
     python -m benchmarks.highs_options                        # the 60 recorded 128-PM calls
     python -m benchmarks.highs_options --calls benchmarks/results/solver_replay_calls.json
+    python -m benchmarks.highs_options --sets "with root reduced cost,no rens" \
+        --out benchmarks/results/highs_options-rrc.json      # some sets, beside the default
+    python -m benchmarks.highs_options --neighborhoods 9 --sets "with root reduced cost,no rens" \
+        --out benchmarks/results/highs_options-neighborhoods.json   # the 16-PM neighborhoods
 
 Writes benchmarks/results/highs_options.json.
 """
@@ -18,13 +22,17 @@ import argparse
 import json
 import statistics
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from benchmarks.publish import quantile, results_file, write_json
+from benchmarks.solvers import neighborhoods
 from origamig.bilp import build_model, compile_model, restrict
 from origamig.bilp.backends import highs
 from origamig.bilp.backends.base import Limits
+from origamig.bilp.compile import Compiled
+from origamig.cluster.records import Weights
 from origamig.snapshot.document import parse_snapshot
 
 ROOT = Path(__file__).resolve().parent
@@ -35,6 +43,10 @@ OPTION_SETS: dict[str, dict[str, Any]] = {
     "less heuristics": {"mip_heuristic_effort": 0.01},
     "no restarts": {"mip_allow_restart": False},
     "no symmetry": {"mip_detect_symmetry": False},
+    # The package skips the root reduced-cost heuristic in a wall-clock solve (as here); with it is
+    # how such solves ran before, and how deterministic solves still run.
+    "with root reduced cost": {"mip_heuristic_run_root_reduced_cost": True},
+    "no rens": {"mip_heuristic_run_rens": False},
 }
 LIMITS = Limits(time_limit_s=60.0, threads=1, kill_at_deadline=False)
 
@@ -51,19 +63,43 @@ class OptionedHighs(highs.HighsBackend):
             h.setOptionValue(key, value)
 
 
+def call_models(path: Path) -> Iterator[Compiled]:
+    """The compiled model of each recorded call in `path` (a solver_replay calls file)."""
+    for call in json.loads(path.read_text())["calls"]:
+        snap = parse_snapshot(call["snapshot"])
+        dc = snap.datacenter()
+        yield compile_model(build_model(restrict(dc, range(len(dc.pms)), snap.pending), snap.weights))
+
+
+def neighborhood_models(count: int) -> Iterator[Compiled]:
+    """The compiled models of the first `count` 16-PM neighborhoods of benchmarks/solvers.py."""
+    for dc in neighborhoods(1, count):
+        yield compile_model(build_model(restrict(dc, range(len(dc.pms)), list(dc.pending)), Weights()))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=Path, default=CALLS, help="a recorded calls file (solver_replay)")
+    ap.add_argument(
+        "--sets", default=",".join(OPTION_SETS), help="option sets to run, comma-separated (default: all)"
+    )
+    ap.add_argument(
+        "--neighborhoods",
+        type=int,
+        default=0,
+        help="instead of recorded calls, the first N 16-PM neighborhoods of benchmarks/solvers.py (seed 1)",
+    )
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args()
     args.out = results_file(args.out, RESULTS)
-    calls = json.loads(args.calls.read_text())["calls"]
-    names = list(OPTION_SETS)
+    models = neighborhood_models(args.neighborhoods) if args.neighborhoods else call_models(args.calls)
+    names = ["default"] + [n for n in args.sets.split(",") if n in OPTION_SETS and n != "default"]
+    unknown = [n for n in args.sets.split(",") if n not in OPTION_SETS]
+    if unknown:
+        known = ", ".join(OPTION_SETS)
+        raise SystemExit(f"error: --sets: unknown option set {unknown[0]!r} (known: {known})")
     rows: list[dict[str, Any]] = []
-    for i, call in enumerate(calls):
-        snap = parse_snapshot(call["snapshot"])
-        dc = snap.datacenter()
-        compiled = compile_model(build_model(restrict(dc, range(len(dc.pms)), snap.pending), snap.weights))
+    for i, compiled in enumerate(models):
         row: dict[str, Any] = {"call": i}
         for name in names if i % 2 == 0 else names[::-1]:
             t0 = time.process_time()
@@ -94,15 +130,16 @@ def main() -> None:
             ),
         }
     print(
-        f"\n{'option set':16} {'median s':>9} {'p95 s':>7} {'total s':>8} {'ratio':>6} "
+        f"\n{'option set':20} {'median s':>9} {'p95 s':>7} {'total s':>8} {'ratio':>6} "
         f"{'proved':>7} {'differs':>8}"
     )
     for name, s in summary.items():
         print(
-            f"{name:16} {s['median_s']:9.2f} {s['p95_s']:7.2f} {s['total_s']:8.1f} "
+            f"{name:20} {s['median_s']:9.2f} {s['p95_s']:7.2f} {s['total_s']:8.1f} "
             f"{s['median_ratio_to_default']:6.3f} {s['proved']:4}/{len(rows)} {s['objective_differs']:8}"
         )
-    write_json(args.out, {"calls_file": str(args.calls), "summary": summary, "rows": rows})
+    source = f"{args.neighborhoods} neighborhoods" if args.neighborhoods else str(args.calls)
+    write_json(args.out, {"calls_file": source, "summary": summary, "rows": rows})
     print(f"wrote {args.out}")
 
 

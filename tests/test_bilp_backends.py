@@ -130,3 +130,36 @@ def test_a_call_proved_within_its_node_budget_is_the_same_with_a_larger_one(seed
     if small.proved_optimal:
         assert np.array_equal(small.x, large.x) and answers[0].target == answers[1].target
     assert large.objective >= small.objective - 1e-9
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10**6), n_pms=st.integers(2, 5), pending=st.integers(0, 3))
+def test_a_wall_clock_solve_reaches_the_optimum_of_a_deterministic_one(seed: int, n_pms: int, pending: int):
+    """The two modes differ in HiGHS's settings (a wall-clock solve skips the root reduced-cost
+    heuristic), never in the optimum: both prove the same value, of a placement the checker accepts."""
+    dc = fragmented(random.Random(seed), n_pms, 8 * n_pms, pending)
+    pms, w = range(n_pms), Weights()
+    budget = Limits(time_limit_s=None, threads=1, deterministic=True, work_limit=10_000)
+    timed, exact = (
+        solve_region(dc, pms, list(dc.pending), w, "highs", limits, prove_first=False)
+        for limits in (EXACT, budget)
+    )
+    assert timed.result.proved_optimal and exact.result.proved_optimal
+    assert timed.result.objective == pytest.approx(exact.result.objective)
+    _assert_valid(dc, timed)
+    assert _region_value(dc, timed, w) == pytest.approx(_region_value(dc, exact, w))
+
+
+def test_only_a_deterministic_highs_solve_runs_the_root_reduced_cost_heuristic() -> None:
+    """Deterministic solves keep the setting the stored simulation results were made with."""
+    import highspy
+
+    from origamig.bilp import build_model, compile_model, restrict
+    from origamig.bilp.backends.highs import HighsBackend, new_highs
+
+    dc = fragmented(random.Random(1), 2, 8, 1)
+    compiled = compile_model(build_model(restrict(dc, range(2), list(dc.pending)), Weights()))
+    for limits, runs in ((EXACT, False), (Limits(deterministic=True, work_limit=100), True)):
+        h = new_highs(highspy)
+        HighsBackend()._apply_limits(h, compiled, limits)
+        assert h.getOptionValue("mip_heuristic_run_root_reduced_cost")[1] is runs

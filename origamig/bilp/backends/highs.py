@@ -15,6 +15,11 @@ thread count resets the scheduler.
 Presolve runs without probing (`presolve_rule_off`, bit 15): on these models probing took ~90% of
 presolve (0.25–0.6 s on 1–3k columns) and did not pay for itself; without it calls prove in about
 half the time (benchmarks/solvers.py, README "Solver benchmark").
+A solve with a wall-clock limit also skips HiGHS's root reduced-cost heuristic (a sub-MIP run once
+at the root): on the 60 recorded 128-PM calls, solved to proof, it took a quarter of the CPU time
+(165 → 124 s, the same optima; benchmarks/highs_options.py) and on 16-PM neighborhoods half of the
+median time. A deterministic solve keeps it: with a node budget it changes which incumbent a call
+stops at, and the stored simulation results were made with it (docs/bilp.md).
 """
 
 from __future__ import annotations
@@ -110,6 +115,8 @@ class HighsBackend(deadline.SolvesInHelper):
         h.setOptionValue("threads", threads)
         h.setOptionValue("random_seed", 0)
         h.setOptionValue("presolve_rule_off", _PRESOLVE_PROBING)
+        if not limits.deterministic:  # see the module's docstring
+            h.setOptionValue("mip_heuristic_run_root_reduced_cost", False)
         if limits.wall_limit_s is not None:
             h.setOptionValue("time_limit", float(limits.wall_limit_s))
             if compiled.size["nonzeros"] * PRESOLVE_S_PER_NONZERO > 0.5 * limits.wall_limit_s:
