@@ -299,3 +299,23 @@ def test_root_gap_split_sums_to_the_gap_and_the_lp_bounds_the_mip() -> None:
     assert row["mip_proved"] and row["gap"] >= -1e-6
     assert sum(row["by_family"].values()) == pytest.approx(row["gap"], abs=1e-6)
     assert row["lp"] >= row["mip"] >= row["start"] - 1e-6
+
+
+def test_call_profile_reads_highs_timing_and_its_parts_fit_the_total(tmp_path) -> None:
+    """`benchmarks/call_profile.py`: the timing HiGHS logs for a real call is found and consistent."""
+    import json
+    from pathlib import Path
+
+    from benchmarks import call_profile
+
+    calls = json.loads((Path(call_profile.ROOT) / "results" / "solver_replay_calls.json").read_text())[
+        "calls"
+    ]
+    busiest = max(range(len(calls)), key=lambda i: len(calls[i]["snapshot"]["vms"]))
+    row = call_profile.profile(calls[busiest], tmp_path, busiest)
+    assert row["total_s"] > 0 and row["nodes"] >= 1 and row["lp_iterations"] > 0
+    parts = sum(row[p] for p in call_profile.PARTS)
+    assert parts <= row["total_s"] + 0.02  # presolve + solve, each main MIP + sub-MIPs, within the total
+    assert row["lp_iterations_separation"] + row["lp_iterations_heuristics"] <= row["lp_iterations"]
+    assert parts > 0
+    assert set(call_profile.parse_timing("no timing block").values()) == {0.0}  # zeros, not an error
