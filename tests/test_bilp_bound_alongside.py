@@ -122,3 +122,22 @@ def test_limits_less_takes_time_off_a_wall_clock_limit_only() -> None:
     budget = Limits(deterministic=True, work_limit=100)
     assert budget.less(3) == budget  # no clock in a deterministic budget
     assert Limits(time_limit_s=None).less(3).time_limit_s is None
+
+
+def test_a_failure_of_the_callers_work_ends_the_helper_and_goes_on() -> None:
+    compiled = _compiled(11)
+    deadline.prepare("cpsat", LIMITED)
+    before = set(deadline.helper_pids())
+    stalled = compiled.hint.view(StallsInTheCpsatHelper)
+
+    def fails() -> None:
+        raise RuntimeError("the bound failed")
+
+    with pytest.raises(RuntimeError, match="the bound failed"):
+        deadline.race_in_children(
+            [("cpsat", LIMITED)], compiled, stalled, 60.0, time.perf_counter(), meanwhile=fails
+        )
+    ended = before - set(deadline.helper_pids())
+    assert len(ended) == 1
+    with pytest.raises(ProcessLookupError):
+        os.kill(ended.pop(), 0)  # no helper goes on solving for nobody

@@ -286,9 +286,8 @@ def solve_in_child(
         early = meanwhile() if meanwhile is not None else None
         return early or base.errors_as_result(base.get_backend(backend_name), compiled, hint, limits)
     runs = [(backend_name, limits)]
-    return race_in_children(runs, compiled, hint, limits.kill_after_s, started, meanwhile=meanwhile)[
-        -1
-    ].result
+    entrants = race_in_children(runs, compiled, hint, limits.kill_after_s, started, meanwhile=meanwhile)
+    return entrants[-1].result  # the helper's, or the caller's when `meanwhile` answered
 
 
 @dataclasses.dataclass(frozen=True)
@@ -317,7 +316,8 @@ def race_in_children(
 
     `meanwhile` is called once the requests are sent. When it returns a result, that result settles
     the race and comes back as one more entrant, after the runs' (answers already sent are kept; the
-    helpers still solving are ended, and their replacements start at once)."""
+    helpers still solving are ended, and their replacements start at once). When it raises, the
+    helpers still solving are ended and the exception goes on."""
     hosts: list[_Host | None] = []
     failures: list[str] = []
     for name, _ in runs:  # every missing helper starts importing at once, then each is awaited
@@ -346,7 +346,14 @@ def race_in_children(
         except OSError as exc:
             answers[i] = ("died", f"{exc.__class__.__name__}: {exc}")
     settled_by = ""
-    early = meanwhile() if meanwhile is not None else None
+    try:
+        early = meanwhile() if meanwhile is not None else None
+    except BaseException:  # the caller's work failed: no helper may go on solving for nobody
+        for i in waiting.values():
+            host = hosts[i]
+            if host is not None:
+                host.end()
+        raise
     if early is not None:
         settled_by = f"the {early.termination} result"
         for conn in connection_wait(list(waiting), 0):  # answers that came while `meanwhile` worked
