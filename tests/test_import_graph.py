@@ -31,8 +31,15 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("referees", ("origamig.judge",)),
     ("cluster: hardware, records, state", ("origamig.cluster",)),
     (
-        "errors, files, names, memo tables, lazy names",
-        ("origamig.errors", "origamig.files", "origamig.solver_registry", "origamig.memo", "origamig.lazy"),
+        "errors, files, names, memo tables, lazy names, wording",
+        (
+            "origamig.errors",
+            "origamig.files",
+            "origamig.solver_registry",
+            "origamig.memo",
+            "origamig.lazy",
+            "origamig.wording",
+        ),
     ),
 )
 # The independent judges import nothing they judge, not even through another module.

@@ -90,6 +90,12 @@ def test_cost_counts_parking_apart_from_migrations() -> None:
     assert PlanCost().migrations == 0
 
 
+def test_counted_nouns_are_singular_for_one_only() -> None:
+    from origamig.wording import count
+
+    assert (count(0, "call"), count(1, "call"), count(2, "call")) == ("0 calls", "1 call", "2 calls")
+
+
 def swap_plan() -> tuple[DataCenter, Plan]:
     # a (3g.20gb@0 on pm0) and b (3g.20gb@4) trade places; pm1 (off) takes a while b moves.
     a, b = vm("a", ["3g.20gb"]), vm("b", ["3g.20gb"])

@@ -37,6 +37,7 @@ from origamig.plan.executor import chain_plans
 from origamig.plan.explain import MoveNote, explain
 from origamig.plan.steps import DEFAULT_BANDWIDTH_GBIT_S, Plan, PowerOff
 from origamig.snapshot.document import Snapshot, placement_json, snapshot_document
+from origamig.wording import count
 
 FITS_NO_PM = "fits no PM even when empty"
 OUTRIGHT = "left out by Algorithm 1 (its count test found no PM for it); try --neighborhood all"
@@ -346,7 +347,7 @@ def _sequence_note(out: Outcome, seq: CallSequence) -> str:
     head = f"admitted {len(out.admitted)} of {n} pending" if n else "no pending VM"
     if out.status is Status.IMPROVED:
         gain = f"gain {out.gain:+g} after a parking cost of {out.parking_cost:g}"
-        return f"{head}; {gain} over {len(seq.calls)} calls"
+        return f"{head}; {gain} over {count(len(seq.calls), 'call')}"
     if not seq.calls:
         return "nothing to optimize: no pending VM that fits and no class with Γ_h ≥ 1 worth a call"
     first = seq.calls[0].decision

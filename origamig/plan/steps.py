@@ -22,6 +22,7 @@ from enum import StrEnum
 from typing import Any, ClassVar
 
 from origamig.cluster.records import Placement, VmSpec
+from origamig.wording import count
 
 DEFAULT_BANDWIDTH_GBIT_S = 12.5  # half of a 25 Gbit/s link (docs/policies.md#executor)
 
@@ -255,19 +256,14 @@ class PlanCost:
     def describe(self) -> str:
         """One line for humans."""
         return (
-            f"{_count(self.migrations, 'migration')} "
+            f"{count(self.migrations, 'migration')} "
             f"({self.migrations_intra} intra-PM, {self.migrations_inter} inter-PM)"
             f" + {self.parking} parking ({self.parking_intra} intra, {self.parking_inter} inter), "
-            f"{_count(self.starts, 'start')}, {self.migrated_gb:g} GB copied between PMs and "
+            f"{count(self.starts, 'start')}, {self.migrated_gb:g} GB copied between PMs and "
             f"{self.local_bytes_copied / 1e9:g} GB inside PMs at {self.bandwidth_gbit_s:g} Gbit/s, "
-            f"{_count(self.gi_operations, 'GI')} created or destroyed, ~{self.total_s:.1f} s in all, "
-            f"{_count(self.pms_on, 'PM')} on, {self.pms_off} off"
+            f"{count(self.gi_operations, 'GI')} created or destroyed, ~{self.total_s:.1f} s in all, "
+            f"{count(self.pms_on, 'PM')} on, {self.pms_off} off"
         )
-
-
-def _count(n: int, noun: str) -> str:
-    """`n noun`, the noun in the plural unless n is 1."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def cost_of(moves: Sequence[MoveRecord], steps: Sequence[Step], bandwidth_gbit_s: float) -> PlanCost:
