@@ -26,9 +26,8 @@ from typing import Any
 
 from benchmarks.highs_options import OptionedHighs
 from benchmarks.publish import results_file, write_json
-from origamig.bilp import build_model, compile_model, restrict
+from benchmarks.solver_replay import recorded_call_model
 from origamig.bilp.backends.base import Limits
-from origamig.snapshot.document import parse_snapshot
 
 ROOT = Path(__file__).resolve().parent
 CALLS = ROOT / "results" / "solver_replay-full_calls.json"
@@ -65,9 +64,7 @@ def parse_timing(log: str) -> dict[str, float]:
 
 def profile(call: dict[str, Any], folder: Path, index: int) -> dict[str, Any]:
     """One recorded call solved as the simulations solve it, with HiGHS's timing split."""
-    snap = parse_snapshot(call["snapshot"])
-    dc = snap.datacenter()
-    compiled = compile_model(build_model(restrict(dc, range(len(dc.pms)), snap.pending), snap.weights))
+    compiled = recorded_call_model(call)
     log = folder / f"call{index}.log"
     backend = OptionedHighs({"output_flag": True, "log_to_console": False, "log_file": str(log)})
     t0 = time.process_time()

@@ -27,13 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.publish import quantile, results_file, write_json
+from benchmarks.solver_replay import recorded_call_model
 from benchmarks.solvers import neighborhoods
 from origamig.bilp import build_model, compile_model, restrict
 from origamig.bilp.backends import highs
 from origamig.bilp.backends.base import Limits
 from origamig.bilp.compile import Compiled
 from origamig.cluster.records import Weights
-from origamig.snapshot.document import parse_snapshot
 
 ROOT = Path(__file__).resolve().parent
 CALLS = ROOT / "results" / "solver_replay-full_calls.json"
@@ -66,9 +66,7 @@ class OptionedHighs(highs.HighsBackend):
 def call_models(path: Path) -> Iterator[Compiled]:
     """The compiled model of each recorded call in `path` (a solver_replay calls file)."""
     for call in json.loads(path.read_text())["calls"]:
-        snap = parse_snapshot(call["snapshot"])
-        dc = snap.datacenter()
-        yield compile_model(build_model(restrict(dc, range(len(dc.pms)), snap.pending), snap.weights))
+        yield recorded_call_model(call)
 
 
 def neighborhood_models(count: int) -> Iterator[Compiled]:

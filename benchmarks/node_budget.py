@@ -24,9 +24,8 @@ from typing import Any
 import numpy as np
 
 from benchmarks.publish import results_file, write_json
-from origamig.bilp import build_model, compile_model, restrict
+from benchmarks.solver_replay import recorded_call_model
 from origamig.bilp.backends.base import Limits, get_backend
-from origamig.snapshot.document import parse_snapshot
 
 ROOT = Path(__file__).resolve().parent
 CALLS = ROOT / "results" / "solver_replay-full_calls.json"
@@ -35,9 +34,7 @@ RESULTS = ROOT / "results" / "node_budget.json"
 
 def compare(call: dict[str, Any], small: int, large: int) -> dict[str, Any]:
     """One recorded call solved with both budgets: proofs, objectives, whether the placements match."""
-    snap = parse_snapshot(call["snapshot"])
-    dc = snap.datacenter()
-    compiled = compile_model(build_model(restrict(dc, range(len(dc.pms)), snap.pending), snap.weights))
+    compiled = recorded_call_model(call)
     backend = get_backend("highs")
     out: dict[str, Any] = {"t_s": call.get("t_s"), "columns": compiled.size["columns"]}
     answers = {}

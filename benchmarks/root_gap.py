@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 
 from benchmarks.publish import results_file, write_json
-from origamig.bilp import Limits, build_model, compile_model, restrict
+from benchmarks.solver_replay import recorded_call_model
+from origamig.bilp import Limits
 from origamig.bilp.backends import highs
-from origamig.snapshot.document import parse_snapshot
 
 ROOT = Path(__file__).resolve().parent
 CALLS = ROOT / "results" / "solver_replay-full_calls.json"
@@ -47,9 +47,7 @@ def lp_solution(compiled: Any) -> np.ndarray:
 
 def split(call: dict[str, Any]) -> dict[str, Any]:
     """The LP − MIP objective difference of one recorded call, by variable family."""
-    snap = parse_snapshot(call["snapshot"])
-    dc = snap.datacenter()
-    compiled = compile_model(build_model(restrict(dc, range(len(dc.pms)), snap.pending), snap.weights))
+    compiled = recorded_call_model(call)
     families = [var.parent_component().name for var in compiled.columns]
     x_lp = lp_solution(compiled)
     mip = highs.HighsBackend().solve_in_process(compiled, compiled.hint, EXACT)

@@ -31,8 +31,9 @@ from typing import Any
 
 from benchmarks.paper_values import TABLE10, TABLE12_CALL_MEDIAN_S
 from benchmarks.publish import publish, quantile, results_file, scale_parser, write_json
-from origamig.bilp import Limits, solve_region
+from origamig.bilp import Limits, build_model, compile_model, restrict, solve_region
 from origamig.bilp.backends.deadline import cpu_seconds
+from origamig.bilp.compile import Compiled
 from origamig.call.neighborhood import Neighborhood
 from origamig.cluster.catalog import default_catalog
 from origamig.cluster.datacenter import DataCenter
@@ -178,6 +179,13 @@ def solve_once(dc: DataCenter, pending: list[str], weights: Weights, solver: str
         solver=solver,
         limits=Limits(time_limit_s=limit, threads=threads),
     )
+
+
+def recorded_call_model(call: dict[str, Any]) -> Compiled:
+    """The compiled model of one recorded call (its snapshot's PMs, pending VMs and weights)."""
+    snap = parse_snapshot(call["snapshot"])
+    dc = snap.datacenter()
+    return compile_model(build_model(restrict(dc, range(len(dc.pms)), snap.pending), snap.weights))
 
 
 def replay_call(

@@ -282,9 +282,8 @@ def solve_in_child(
     grace, end it and answer with the start. A helper that dies answers the same way, as an ERROR.
     An answer of `meanwhile` (done here while the helper solves) is the answer."""
     assert limits.kill_after_s is not None
-    if os.name != "posix":
-        early = meanwhile() if meanwhile is not None else None
-        return early or base.errors_as_result(base.get_backend(backend_name), compiled, hint, limits)
+    if os.name != "posix":  # no helper processes: the solve here, `meanwhile` first
+        return solve_limited(base.get_backend(backend_name), compiled, hint, limits, meanwhile)
     runs = [(backend_name, limits)]
     entrants = race_in_children(runs, compiled, hint, limits.kill_after_s, started, meanwhile=meanwhile)
     return entrants[-1].result  # the helper's, or the caller's when `meanwhile` answered
