@@ -141,3 +141,40 @@ def test_a_failure_of_the_callers_work_ends_the_helper_and_goes_on() -> None:
     assert len(ended) == 1
     with pytest.raises(ProcessLookupError):
         os.kill(ended.pop(), 0)  # no helper goes on solving for nobody
+
+
+def test_work_queued_while_waiting_is_done_once_while_the_helper_solves() -> None:
+    compiled = _compiled(13)
+    done: list[float] = []
+    deadline.while_waiting(lambda: done.append(time.perf_counter()))
+    deadline.prepare("cpsat", LIMITED)
+    stalled = compiled.hint.view(StallsInTheCpsatHelper)  # the helper sleeps: only the deadline ends it
+    t0 = time.perf_counter()
+    _, ours = deadline.race_in_children(
+        [("cpsat", LIMITED)], compiled, stalled, 60.0, t0, meanwhile=lambda: _bound_answer(compiled)
+    )
+    assert ours.result.termination == base.BOUND and done == []  # answered at once: nothing waited on
+    t0 = time.perf_counter()
+    (cpsat,) = deadline.race_in_children([("cpsat", LIMITED)], compiled, stalled, 1.0, t0)
+    assert not cpsat.answered and time.perf_counter() - t0 >= 1.0  # ended at the deadline
+    assert len(done) == 1 and done[0] - t0 < 1.0  # done while the helper was still solving
+    solved = deadline.solve_in_child("highs", compiled, compiled.hint, LIMITED, time.perf_counter())
+    assert solved.proved_optimal and len(done) == 1  # once
+
+
+def test_a_failure_of_work_queued_while_waiting_ends_the_helper_and_goes_on() -> None:
+    compiled = _compiled(17)
+    deadline.prepare("cpsat", LIMITED)
+    before = set(deadline.helper_pids())
+
+    def fails() -> None:
+        raise ImportError("no such module")
+
+    deadline.while_waiting(fails)
+    stalled = compiled.hint.view(StallsInTheCpsatHelper)
+    with pytest.raises(ImportError, match="no such module"):
+        deadline.race_in_children([("cpsat", LIMITED)], compiled, stalled, 60.0, time.perf_counter())
+    ended = before - set(deadline.helper_pids())
+    assert len(ended) == 1
+    with pytest.raises(ProcessLookupError):
+        os.kill(ended.pop(), 0)

@@ -132,3 +132,11 @@ def main() -> None:
     from origamig.cli.console_entry import run
 
     run(app)
+
+
+def script() -> None:
+    """The `origamig` console script: `main`, and a one-shot command's process ends as soon as its
+    output is out (see `console_entry.run_script`)."""
+    from origamig.cli.console_entry import run_script
+
+    run_script(app)

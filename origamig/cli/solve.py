@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib
 import os
 import sys
 from collections.abc import Iterator
@@ -12,16 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.text import Text
 
 from origamig.call.goals import Goal, consolidation_rounds, goal_weights
-from origamig.cli.check import summarize
-from origamig.cli.terminal import render_text, write_stdout
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import Weights
 from origamig.files import check_quantities
 from origamig.judge.objective import Objective
-from origamig.plan.render import plan_table, render_shell, text_table
 from origamig.plan.steps import DEFAULT_BANDWIDTH_GBIT_S
 from origamig.snapshot.document import Snapshot, json_text, load_snapshot, write_text_atomic
 from origamig.solver_registry import DEFAULT_BACKEND, backend_names
@@ -29,6 +27,10 @@ from origamig.solver_registry import DEFAULT_BACKEND, backend_names
 if TYPE_CHECKING:
     from origamig.call.solve import Outcome
 
+
+# What the report needs only after the solve (rich and the tables), imported while the solver's helper
+# works instead of on the way to the solve.
+_AFTER_SOLVE = ("origamig.cli.check", "origamig.cli.terminal", "origamig.plan.render", "rich.text")
 
 SolverName = StrEnum("SolverName", {name: name for name in backend_names()})  # type: ignore[misc]
 _DEFAULT_SOLVER = SolverName(DEFAULT_BACKEND)
@@ -59,6 +61,8 @@ def _weights(base: Weights, overrides: dict[str, float | None]) -> Weights:
 
 
 def _state(snap: Snapshot, out: Outcome, after: bool) -> dict[str, Any]:
+    from origamig.cli.check import summarize
+
     dc = DataCenter(out.pms_out if after else snap.pms)
     for v, pl in (out.placement if after else snap.placement).items():
         dc.place(snap.vms[v], pl)
@@ -150,11 +154,15 @@ def solve(
     migration order; 2 bad input. With 3, 4 and 5 the state stays as it is (--out writes it).
     """
     from origamig.bilp.backends.base import make_limits  # the solvers load only when a solve runs
-    from origamig.bilp.backends.deadline import start_solver_helpers
+    from origamig.bilp.backends.deadline import start_solver_helpers, while_waiting
+    from origamig.cli.console_entry import end_without_teardown
 
+    end_without_teardown()  # its files are written atomically before it returns; helpers end with us
     check_quantities({"--time-limit": time_limit, "--threads": threads})
     limits = make_limits(solver.value, time_limit, threads, deterministic)
     start_solver_helpers(solver.value, limits)  # they import their solver while this process reads
+    for module in _AFTER_SOLVE:
+        while_waiting(functools.partial(importlib.import_module, module))
     from origamig.call.solve import solve_snapshot  # Pyomo and the planner: after the helpers start
 
     snap = load_snapshot(snapshot)
@@ -173,6 +181,8 @@ def solve(
             bandwidth_gbit_s=bandwidth,
             bound_alongside=True,  # this process waits for the answer: the LP bound beside the solver
         )
+    from origamig.cli.terminal import render_text, write_stdout
+
     doc = outcome.to_json()
     doc["summary"] = {"before": _state(snap, outcome, False), "after": _state(snap, outcome, True)}
     files = _files(snap, outcome, out, script)  # everything is rendered before anything is written
@@ -209,6 +219,8 @@ EXIT_CODES = {"improved": 0, "unchanged": 0, "stopped_at_limit": 3, "solver_erro
 
 def _script(snap: Snapshot, out: Outcome) -> str:
     """The dry-run shell script of the outcome's plan (no step when nothing is applied)."""
+    from origamig.plan.render import render_shell
+
     steps = out.plan.steps if out.plan is not None else ()
     text = render_shell(steps, snap.datacenter(), out.moves)
     head, _, rest = text.partition("\n")
@@ -241,6 +253,10 @@ def _packing(summary: dict[str, Any]) -> str:
 
 def _report(path: Path, snap: Snapshot, out: Outcome, doc: dict[str, Any]) -> list[Any]:
     """The text report of a solve, in operator words first (paper symbols in brackets)."""
+    from rich.text import Text
+
+    from origamig.plan.render import plan_table, text_table
+
     nb = doc["neighborhood"]
     code = EXIT_CODES[out.status]
     objective = doc["objective"]

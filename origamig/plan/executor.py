@@ -37,8 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from origamig.cluster.catalog import Profile
 from origamig.cluster.datacenter import DataCenter
@@ -61,6 +60,9 @@ from origamig.plan.steps import (
     move_bytes,
     transfer_seconds,
 )
+
+if TYPE_CHECKING:  # networkx loads when a plan first meets a blocked cycle (`_blocking_graph`)
+    import networkx as nx
 
 __all__ = ["Infeasible", "Plan", "chain_plans", "plan_migrations"]
 
@@ -251,6 +253,8 @@ class _Planner:
     # --- blocking and parking ------------------------------------------------------------------
     def _blocking_graph(self) -> nx.DiGraph:
         """Edge A → B (attribute `cpu`): step A waits for slices (or CPU/RAM) that step B frees."""
+        import networkx as nx
+
         g = nx.DiGraph()
         g.add_nodes_from(self.remaining)
         for a, mv in self.remaining.items():
@@ -277,6 +281,8 @@ class _Planner:
 
     def _park_one(self) -> Infeasible | None:
         """Park the best cycle candidate that has a parking place; Infeasible when none has."""
+        import networkx as nx
+
         g = self._blocking_graph()
         on_cycle: set[str] = set()
         for comp in nx.strongly_connected_components(g):

@@ -28,7 +28,9 @@ the helper's solve gives exactly the answer of a solve in the calling process.
 
 While its helpers solve, the caller may do work of its own (`meanwhile`: a one-shot `solve` proves
 "no change" by the LP bound there). An answer of that work settles the solve like a helper's: a helper
-still solving is ended, and a new one starts at once in its place, for the caller's next solve.
+still solving is ended, and a new one starts at once in its place, for the caller's next solve. Work
+that gives no answer but is needed after the solve (a one-shot command's imports for planning and
+printing) is queued with `while_waiting`: the caller does it the next time it waits for a helper.
 """
 
 from __future__ import annotations
@@ -152,6 +154,22 @@ def prepare(backend_name: str, limits: base.Limits) -> None:
             _HOSTS.prepare(backend_name)
         except OSError:  # the solve itself reports it
             return
+
+
+_WHILE_WAITING: list[Callable[[], object]] = []
+
+
+def while_waiting(task: Callable[[], object]) -> None:
+    """Have this process do `task` once, the next time it waits for a helper's answer (after the
+    solve's own `meanwhile`, when that gave no answer), instead of before or after the solve: work
+    the caller needs later anyway, such as a one-shot command's imports for planning and printing."""
+    _WHILE_WAITING.append(task)
+
+
+def _do_queued_work() -> None:
+    """Do (and forget) the tasks queued with `while_waiting`, oldest first."""
+    while _WHILE_WAITING:
+        _WHILE_WAITING.pop(0)()
 
 
 def start_solver_helpers(name: str, limits: base.Limits) -> None:
@@ -315,8 +333,9 @@ def race_in_children(
 
     `meanwhile` is called once the requests are sent. When it returns a result, that result settles
     the race and comes back as one more entrant, after the runs' (answers already sent are kept; the
-    helpers still solving are ended, and their replacements start at once). When it raises, the
-    helpers still solving are ended and the exception goes on."""
+    helpers still solving are ended, and their replacements start at once). Otherwise the work queued
+    with `while_waiting` is done next, before waiting. When either raises, the helpers still solving
+    are ended and the exception goes on."""
     hosts: list[_Host | None] = []
     failures: list[str] = []
     for name, _ in runs:  # every missing helper starts importing at once, then each is awaited
@@ -347,6 +366,8 @@ def race_in_children(
     settled_by = ""
     try:
         early = meanwhile() if meanwhile is not None else None
+        if early is None and waiting:
+            _do_queued_work()
     except BaseException:  # the caller's work failed: no helper may go on solving for nobody
         for i in waiting.values():
             host = hosts[i]
