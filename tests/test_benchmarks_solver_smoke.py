@@ -299,6 +299,7 @@ def test_root_gap_split_sums_to_the_gap_and_the_lp_bounds_the_mip() -> None:
     assert row["mip_proved"] and row["gap"] >= -1e-6
     assert sum(row["by_family"].values()) == pytest.approx(row["gap"], abs=1e-6)
     assert row["lp"] >= row["mip"] >= row["start"] - 1e-6
+    assert 0 <= row["fixable_at_optimum"] <= row["binaries"] > 0
 
 
 def test_call_profile_reads_highs_timing_and_its_parts_fit_the_total(tmp_path) -> None:

@@ -4,6 +4,7 @@ only where the MIP, solved to optimality, finds nothing strictly better than the
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import numpy as np
 from bilp_instances import A30, A100, fragmented
@@ -11,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from origamig.bilp import Limits, build_model, compile_model, no_change_proof, restrict, solve_region
+from origamig.bilp.backends import highs
 from origamig.bilp.backends.base import BOUND
-from origamig.bilp.bound import lagrangian_bound
+from origamig.bilp.bound import lagrangian_bound, lagrangian_terms, lp_duals
 from origamig.call.decision import Status, decide
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import Weights
@@ -100,6 +102,34 @@ def test_lagrangian_bound_is_valid_for_any_multipliers(seed: int, scale: float) 
     rng = np.random.default_rng(seed)
     duals = scale * rng.standard_normal(compiled.A.shape[0])
     assert lagrangian_bound(compiled, duals) >= mip.result.objective - 1e-6
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000), perturb=st.floats(0.0, 5.0), pick=st.integers(0, 10**6))
+def test_a_column_held_at_a_value_lowers_the_bound_by_its_term(seed: int, perturb: float, pick: int) -> None:
+    """Reduced-cost fixing from `lagrangian_terms`: with a column held at a value, the MIP optimum
+    (solved with that column's bounds set to it) is at most `bound − term + reduced·value`, for the
+    LP's duals and for perturbed ones."""
+    dc = _instance(seed, 2, 1 + seed % 2)
+    compiled = _compiled(dc)
+    duals, _ = lp_duals(compiled, None)
+    assert duals is not None
+    duals = duals + perturb * np.random.default_rng(seed).standard_normal(duals.shape)
+    bound, reduced, term = lagrangian_terms(compiled, duals)
+    assert bound == lagrangian_bound(compiled, duals)
+    binaries = np.flatnonzero((compiled.col_lo == 0) & (compiled.col_hi == 1) & compiled.integer.astype(bool))
+    n = int(binaries[pick % len(binaries)])
+    compared = 0
+    for value in (0.0, 1.0):
+        lo, hi = compiled.col_lo.copy(), compiled.col_hi.copy()
+        lo[n] = hi[n] = value
+        held = replace(compiled, col_lo=lo, col_hi=hi)
+        res = highs.HighsBackend().solve_in_process(held, held.hint, EXACT)
+        if not res.proved_optimal or res.objective is None:
+            continue  # no solution has the column at this value (the start has it at the other)
+        assert bound - term[n] + reduced[n] * value >= res.objective - 1e-6
+        compared += 1
+    assert compared >= 1  # the start holds the column at one of the two values
 
 
 def test_bound_is_not_a_proof_when_an_improvement_exists() -> None:

@@ -68,6 +68,13 @@ class NoChangeProof:
 
 def lagrangian_bound(compiled: Compiled, duals: np.ndarray) -> float:
     """max c·x + offset over the model's rows and column bounds is at most this, for any `duals`."""
+    return lagrangian_terms(compiled, duals)[0]
+
+
+def lagrangian_terms(compiled: Compiled, duals: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    """The Lagrangian bound of `duals`, the reduced costs c − Aᵀπ, and each column's term of the bound
+    (its reduced cost times the column bound it is taken at). With column n held at a value v, the
+    bound becomes `bound − term[n] + reduced[n]·v`: reduced-cost fixing that holds for any `duals`."""
     A = compiled.A
     pi = np.asarray(duals, dtype=float)
     side = np.where(pi > 0, compiled.row_hi, compiled.row_lo)
@@ -79,7 +86,7 @@ def lagrangian_bound(compiled: Compiled, duals: np.ndarray) -> float:
     end = np.where(reduced > 0, compiled.col_hi, compiled.col_lo)
     with np.errstate(invalid="ignore"):
         box = np.where(reduced == 0, 0.0, reduced * end)
-    return float(pi @ side + np.sum(box) + compiled.offset)
+    return float(pi @ side + np.sum(box) + compiled.offset), reduced, box
 
 
 def lp_duals(compiled: Compiled, time_limit_s: float | None) -> tuple[np.ndarray | None, float]:
