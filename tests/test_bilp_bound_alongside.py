@@ -156,8 +156,9 @@ def test_work_queued_while_waiting_is_done_once_while_the_helper_solves() -> Non
     assert ours.result.termination == base.BOUND and done == []  # answered at once: nothing waited on
     t0 = time.perf_counter()
     (cpsat,) = deadline.race_in_children([("cpsat", LIMITED)], compiled, stalled, 1.0, t0)
-    assert not cpsat.answered and time.perf_counter() - t0 >= 1.0  # ended at the deadline
-    assert len(done) == 1 and done[0] - t0 < 1.0  # done while the helper was still solving
+    ended = time.perf_counter()
+    assert not cpsat.answered and ended - t0 >= 1.0  # ended at the deadline (1 s after the helper was ready)
+    assert len(done) == 1 and ended - done[0] >= 0.9  # done before the wait for it, not after
     solved = deadline.solve_in_child("highs", compiled, compiled.hint, LIMITED, time.perf_counter())
     assert solved.proved_optimal and len(done) == 1  # once
 
