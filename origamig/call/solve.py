@@ -25,7 +25,7 @@ from origamig.call.neighborhood import (
     select_admission,
     select_consolidation,
 )
-from origamig.call.successive import Call, CallSequence, first_status, run_calls
+from origamig.call.successive import Call, CallOptions, CallSequence, first_status, run_calls
 from origamig.call.why_waiting import not_admitted_reason
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import Placement, PmSpec, Weights
@@ -195,8 +195,8 @@ def solve_snapshot(
     w = weights or snap.weights
     dc = snap.datacenter()
     if neighborhood == "auto" and calls != 1:
-        planning = (no_good_limit, bandwidth_gbit_s, bound_alongside)
-        return _solve_successive(snap, dc, w, solver, limits, calls, consolidation_rounds, planning)
+        options = CallOptions(no_good_limit, bandwidth_gbit_s, bound_alongside)
+        return _solve_successive(snap, dc, w, solver, limits, calls, consolidation_rounds, options)
     scope = choose_scope(dc, neighborhood, w)
     if not consolidation_rounds and not scope.pending:
         scope = SolveScope(
@@ -278,11 +278,10 @@ def _solve_successive(
     limits: Limits,
     calls: int | None,
     consolidation_rounds: int,
-    planning: tuple[int, float, bool],
+    options: CallOptions,
 ) -> Outcome:
     """Successive calls from `dc` (the snapshot's state), their plans chained into one."""
     bounds = Bounds(*derived_bounds(dc.pms))
-    no_good_limit, bandwidth, alongside = planning
     seq = run_calls(
         dc,
         w,
@@ -291,9 +290,7 @@ def _solve_successive(
         limits,
         max_calls=calls,
         consolidation_rounds=consolidation_rounds,
-        no_good_limit=no_good_limit,
-        bandwidth_gbit_s=bandwidth,
-        bound_alongside=alongside,
+        options=options,
     )
     current = dict(dc.placement)
     vms = dict(snap.vms)

@@ -27,6 +27,17 @@ from origamig.plan.steps import DEFAULT_BANDWIDTH_GBIT_S
 
 
 @dataclass(frozen=True)
+class CallOptions:
+    """How each call is decided beyond its solver and limits (`decision.decide`): how many targets
+    without a valid move order it excludes and solves again, the bandwidth its plan's moves copy
+    memory at, and whether its LP bound runs beside the solver (a one-shot process)."""
+
+    no_good_limit: int = 0
+    bandwidth_gbit_s: float = DEFAULT_BANDWIDTH_GBIT_S
+    bound_alongside: bool = False
+
+
+@dataclass(frozen=True)
 class Call:
     """One call of the sequence: its neighborhood and its decision (on the state before it)."""
 
@@ -58,18 +69,15 @@ def run_calls(
     *,
     max_calls: int | None = None,
     consolidation_rounds: int = 1,
-    no_good_limit: int = 0,
-    bandwidth_gbit_s: float = DEFAULT_BANDWIDTH_GBIT_S,
-    bound_alongside: bool = False,
+    options: CallOptions = CallOptions(),
 ) -> CallSequence:
-    """Admission calls until every pending VM is admitted or retired, then consolidation calls
-    (`bound_alongside`: see `decision.decide`)."""
+    """Admission calls until every pending VM is admitted or retired, then consolidation calls, each
+    decided with `options`."""
     state = dc.copy()
     calls: list[Call] = []
     tried: dict[str, int] = {}
     outright: list[str] = []
     queue = list(state.pending)
-    planning = (no_good_limit, bandwidth_gbit_s, bound_alongside)
 
     def budget_left() -> bool:
         return max_calls is None or len(calls) < max_calls
@@ -80,7 +88,7 @@ def run_calls(
         queue = [v for v in queue if v not in nb.rejected]
         if not nb.pending:
             break
-        _call(state, nb, weights, solver, limits, planning, calls)
+        _call(state, nb, weights, solver, limits, options, calls)
         for v in nb.pending:
             tried[v] = len(calls) - 1
         admitted = [v for v in nb.pending if v in state.placement]
@@ -94,7 +102,7 @@ def run_calls(
                 break
             nb = select_consolidation(state, h, weights, bounds)
             if nb.pms:
-                changed |= _call(state, nb, weights, solver, limits, planning, calls)
+                changed |= _call(state, nb, weights, solver, limits, options, calls)
         if not changed:
             break
     return CallSequence(tuple(calls), state, tried, tuple(outright), tuple(queue))
@@ -112,11 +120,10 @@ def _call(
     weights: Weights,
     solver: str,
     limits: Limits,
-    planning: tuple[int, float, bool],
+    options: CallOptions,
     calls: list[Call],
 ) -> bool:
     """Decide one call on `state`; apply its plan to `state` when it is applied. True if applied."""
-    no_good_limit, bandwidth, alongside = planning
     decision = decide(
         state,
         nb.pms,
@@ -124,9 +131,9 @@ def _call(
         weights,
         solver,
         limits,
-        no_good_limit,
-        bandwidth,
-        bound_alongside=alongside,
+        options.no_good_limit,
+        options.bandwidth_gbit_s,
+        bound_alongside=options.bound_alongside,
     )
     calls.append(Call(nb, decision))
     if not decision.applied or decision.plan is None:
