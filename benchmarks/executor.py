@@ -30,7 +30,6 @@ Prints a table and writes `benchmarks/results/executor.json`.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import random
@@ -44,6 +43,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks.publish import write_json
 from origamig.cluster.catalog import default_catalog
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
@@ -322,8 +322,7 @@ def main() -> None:
         if not res["passed"]:
             console.print(res["tail"])
         doc["property_run"] = {k: v for k, v in res.items() if k != "tail"}
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(doc, indent=2) + "\n")
+    write_json(RESULTS, doc)  # makes the folder
     console.print(f"wrote {RESULTS.relative_to(ROOT)}")
 
 

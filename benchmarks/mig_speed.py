@@ -13,7 +13,6 @@ immutable configuration, and the `DataCenter` row places and removes a one-GI VM
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import random
@@ -24,6 +23,7 @@ from pathlib import Path
 
 from rich.table import Table
 
+from benchmarks.publish import write_json
 from origamig.cli.terminal import operator_console
 from origamig.cluster.catalog import default_catalog
 from origamig.cluster.configspace import analyze, enumerate_space
@@ -130,7 +130,7 @@ def main() -> None:
         "meets_target": result["decisions_per_s"] >= TARGET_DECISIONS_PER_S,
         **result,
     }
-    RESULTS.write_text(json.dumps(doc, indent=2) + "\n")
+    write_json(RESULTS, doc)
     print(f"wrote {RESULTS}")
 
 

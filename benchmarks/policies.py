@@ -16,7 +16,6 @@ Prints a table and writes `benchmarks/results/policies.json`.
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import random
 import statistics
@@ -25,6 +24,7 @@ from pathlib import Path
 
 from rich.table import Table
 
+from benchmarks.publish import write_json
 from origamig.cli.terminal import operator_console
 from origamig.cluster.catalog import default_catalog
 from origamig.cluster.datacenter import DataCenter
@@ -146,7 +146,7 @@ def main() -> None:
         f"worst median {worst:.3f} ms — target < {TARGET_MS} ms: {'met' if worst < TARGET_MS else 'MISSED'}"
     )
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    write_json(RESULTS, results)
     console.print(f"wrote {RESULTS}")
 
 

@@ -35,6 +35,7 @@ from typing import Any
 
 from rich.table import Table
 
+from benchmarks.publish import write_json
 from origamig.cli.terminal import operator_console
 from origamig.cluster.catalog import default_catalog
 from origamig.cluster.datacenter import DataCenter
@@ -237,7 +238,7 @@ def main() -> None:
         "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_json(args.out, result)
     if errors or problems:
         raise SystemExit(f"{len(errors)} errors, {len(problems)} lost: see {args.out}")
 
