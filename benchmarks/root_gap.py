@@ -32,7 +32,7 @@ from benchmarks.publish import results_file, write_json
 from benchmarks.solver_replay import recorded_call_model
 from origamig.bilp import Limits
 from origamig.bilp.backends import highs
-from origamig.bilp.bound import lagrangian_terms
+from origamig.bilp.bound import lp_terms
 
 ROOT = Path(__file__).resolve().parent
 CALLS = ROOT / "results" / "solver_replay-full_calls.json"
@@ -61,9 +61,7 @@ def fixable_binaries(compiled: Any, duals: np.ndarray, optimum: float) -> int:
     """Binary columns that reduced-cost fixing could fix knowing `optimum`: held at the value they do
     not take in the bound, the Lagrangian bound of the LP's duals falls below optimum + one step."""
     target = optimum + compiled.objective_step - 1e-6
-    bound, reduced, term = min(
-        (lagrangian_terms(compiled, pi) for pi in (duals, -duals)), key=lambda t: t[0]
-    )  # the sign convention of the duals of a maximization varies: the smaller bound is the LP's
+    bound, reduced, term = lp_terms(compiled, duals)
     binary = _binary(compiled)
     other = np.where(reduced > 0, compiled.col_lo, compiled.col_hi)  # the value the bound does not take
     return int(np.sum(binary & (bound - term + reduced * other < target)))
@@ -87,9 +85,7 @@ def split(call: dict[str, Any]) -> dict[str, Any]:
         "mip_proved": mip.proved_optimal,
         "start": compiled.objective_of(compiled.hint),
         "gap": compiled.objective_of(x_lp) - mip.objective,
-        "binaries": int(
-            np.sum((compiled.col_lo == 0) & (compiled.col_hi == 1) & compiled.integer.astype(bool))
-        ),
+        "binaries": int(np.sum(_binary(compiled))),
         "fixable_at_optimum": fixable_binaries(compiled, duals, mip.objective),
         "by_family": {k: v for k, v in sorted(by_family.items()) if abs(v) > 1e-9},
     }

@@ -237,8 +237,7 @@ def main() -> None:
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    write_json(args.out, result)
+    write_json(args.out, result)  # makes the folder
     if errors or problems:
         raise SystemExit(f"{len(errors)} errors, {len(problems)} lost: see {args.out}")
 

@@ -181,11 +181,16 @@ def solve_once(dc: DataCenter, pending: list[str], weights: Weights, solver: str
     )
 
 
-def recorded_call_model(call: dict[str, Any]) -> Compiled:
-    """The compiled model of one recorded call (its snapshot's PMs, pending VMs and weights)."""
-    snap = parse_snapshot(call["snapshot"])
+def snapshot_model(doc: dict[str, Any]) -> Compiled:
+    """The compiled model of a whole snapshot document (all its PMs, its pending VMs, its weights)."""
+    snap = parse_snapshot(doc)
     dc = snap.datacenter()
     return compile_model(build_model(restrict(dc, range(len(dc.pms)), snap.pending), snap.weights))
+
+
+def recorded_call_model(call: dict[str, Any]) -> Compiled:
+    """The compiled model of one recorded call (its snapshot's PMs, pending VMs and weights)."""
+    return snapshot_model(call["snapshot"])
 
 
 def replay_call(

@@ -36,10 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.publish import publish, quantile
+from benchmarks.solver_replay import snapshot_model
 from benchmarks.stress_instances import h100_cluster
-from origamig.bilp import build_model, compile_model, restrict
 from origamig.bilp.backends.base import Limits, get_backend
-from origamig.snapshot.document import parse_snapshot
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -54,12 +53,6 @@ def busy_loops(n: int) -> Iterator[None]:
         for p in procs:
             p.kill()
             p.wait()
-
-
-def compiled_for(doc: dict[str, Any]) -> Any:
-    snap = parse_snapshot(doc)
-    dc = snap.datacenter()
-    return compile_model(build_model(restrict(dc, range(len(dc.pms)), list(dc.pending)), snap.weights))
 
 
 def guarded_run(compiled: Any, solver: str, limit: float, busy: int) -> dict[str, Any]:
@@ -93,7 +86,7 @@ def _old_run_here(snapshot: Path, solver: str, limit: float) -> None:
     from origamig.bilp.backends import cpsat, highs
 
     highs.PRESOLVE_S_PER_NONZERO = cpsat.PRESOLVE_S_PER_NONZERO = 0.0
-    compiled = compiled_for(json.loads(snapshot.read_text()))
+    compiled = snapshot_model(json.loads(snapshot.read_text()))
     backend = get_backend(solver)
     t0 = time.perf_counter()
     res = backend.solve(compiled, compiled.hint, Limits(time_limit_s=limit, kill_at_deadline=False))
@@ -139,7 +132,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     snapshot = Path(tempfile.mkdtemp()) / f"h100-{args.pms}.json"
     snapshot.write_text(json.dumps(doc))
     t0 = time.perf_counter()
-    compiled = compiled_for(doc)
+    compiled = snapshot_model(doc)
     build_s = time.perf_counter() - t0
     for solver in args.solvers:  # start this process's solver helpers: once per process, not per solve
         get_backend(solver).solve(compiled, compiled.hint, Limits(time_limit_s=min(args.limits, default=1.0)))

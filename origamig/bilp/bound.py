@@ -89,6 +89,12 @@ def lagrangian_terms(compiled: Compiled, duals: np.ndarray) -> tuple[float, np.n
     return float(pi @ side + np.sum(box) + compiled.offset), reduced, box
 
 
+def lp_terms(compiled: Compiled, duals: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    """`lagrangian_terms` of an LP's row duals, whichever their sign convention: a solver's duals for
+    a maximization come with either sign, both give a valid bound, and the smaller one is the LP's."""
+    return min(lagrangian_terms(compiled, duals), lagrangian_terms(compiled, -duals), key=lambda t: t[0])
+
+
 def lp_duals(compiled: Compiled, time_limit_s: float | None) -> tuple[np.ndarray | None, float]:
     """Row duals of the LP relaxation (HiGHS simplex, one thread), or None if it was not solved (or
     highspy is not installed: then no proof, every call goes to its solver); and the work spent
@@ -125,9 +131,7 @@ def no_change_proof(compiled: Compiled, limits: base.Limits) -> NoChangeProof:
     duals, work = lp_duals(compiled, None if wall is None else _LP_SHARE_OF_LIMIT * wall)
     bound = np.inf
     if duals is not None:
-        # The sign convention of a solver's duals for a maximization varies: both signs give a valid
-        # bound, the smaller one is the LP's.
-        bound = min(lagrangian_bound(compiled, duals), lagrangian_bound(compiled, -duals))
+        bound = lp_terms(compiled, duals)[0]
     step = compiled.objective_step
     proved = step > 0 and bound < start + step - _MARGIN * max(1.0, abs(start))
     return NoChangeProof(bound, start, proved, time.perf_counter() - t0, work)
