@@ -91,14 +91,24 @@ def split(call: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def calls_parser(description: str, results: Path) -> argparse.ArgumentParser:
+    """The options of a benchmark over recorded calls: --calls, --every and --out."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--calls", type=Path, default=CALLS, help="a recorded calls file (solver_replay)")
     ap.add_argument("--every", type=int, default=1, help="take every n-th call (default: all)")
-    ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--out", type=Path, default=results)
+    return ap
+
+
+def parse_calls(ap: argparse.ArgumentParser) -> tuple[argparse.Namespace, list[dict[str, Any]]]:
+    """The parsed options (--out made a results file) and the recorded calls they choose."""
     args = ap.parse_args()
-    args.out = results_file(args.out, RESULTS)
-    calls = json.loads(args.calls.read_text())["calls"][:: max(1, args.every)]
+    args.out = results_file(args.out, ap.get_default("out"))
+    return args, json.loads(args.calls.read_text())["calls"][:: max(1, args.every)]
+
+
+def main() -> None:
+    args, calls = parse_calls(calls_parser(__doc__.splitlines()[0], RESULTS))
     rows = []
     total: collections.Counter[str] = collections.Counter()
     for i, call in enumerate(calls):

@@ -7,12 +7,13 @@ instances are valid), plus that each script writes its figure.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
 import pytest
 
-from benchmarks import bilp_scaling, no_change, optimality_gap, solver_replay, solvers
+from benchmarks import bilp_scaling, no_change, optimality_gap, pattern_bound, solver_replay, solvers
 from origamig.bilp import solve_region
 from origamig.call.neighborhood import Bounds, select_admission
 from origamig.cluster.records import Weights
@@ -266,6 +267,23 @@ def test_no_change_replay_compares_both_versions(tmp_path: Path) -> None:
     no_change.print_table(doc)
     no_change.draw(doc, tmp_path / "no_change.png")
     assert (tmp_path / "no_change.png").stat().st_size > 10_000
+
+
+def test_pattern_bound_benchmark_reads_bounds_against_the_mip(tmp_path: Path) -> None:
+    dc, nb = _fragment()  # a pending VM that fits: the optimum admits it
+    call = {"t_s": 0.0, "kind": nb.kind, "snapshot": solver_replay.neighborhood_document(dc, nb, Weights())}
+    row = pattern_bound.measure(call, smoothing=0.9)
+    assert row["mip_proved"] and row["converged"]
+    assert -1e-6 <= row["pattern_gap"] <= row["lp_gap"] + 1e-6  # between the optimum and the LP bound
+    assert row["start"] < row["mip"]
+    calls = tmp_path / "calls.json"
+    calls.write_text(json.dumps({"calls": [call, {**call, "t_s": 1.0}]}))
+    out = tmp_path / "pattern_bound.json"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("sys.argv", ["pattern_bound", "--calls", str(calls), "--out", str(out)])
+        pattern_bound.main()
+    doc = json.loads(out.read_text())
+    assert doc["summary"]["calls"] == 2 and len(doc["rows"]) == 2
 
 
 def test_benchmark_cpu_time_counts_the_solver_helper_process() -> None:

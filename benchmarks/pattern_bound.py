@@ -1,0 +1,111 @@
+"""The PM-pattern bound against the LP bound and the MIP, call by call: how much of the root gap a bound
+that sees whole PMs closes, and what it costs.
+
+For each recorded call (default: the 60 recorded 128-PM calls) it solves the MIP to optimality (HiGHS,
+one thread, as `root_gap` does), then computes the LP bound and the PM-pattern bound of
+`origamig/bilp/pattern_bound.py` to convergence, side by side in one run. The root gap is a bound minus
+the MIP optimum; the pattern bound's share closed is 1 − its gap / the LP's gap.
+
+    python -m benchmarks.pattern_bound                 # the 60 recorded 128-PM calls (about 30 min)
+    python -m benchmarks.pattern_bound --every 10      # every 10th call
+
+Prints a line per call and the medians; writes benchmarks/results/pattern_bound.json.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.publish import write_json
+from benchmarks.root_gap import EXACT, calls_parser, parse_calls
+from benchmarks.solver_replay import snapshot_models
+from origamig.bilp.backends import highs
+from origamig.bilp.pattern_bound import pattern_bound
+
+RESULTS = Path(__file__).resolve().parent / "results" / "pattern_bound.json"
+
+
+def measure(call: dict[str, Any], smoothing: float) -> dict[str, Any]:
+    """The MIP optimum and its time, and the LP and pattern bounds of one recorded call."""
+    model, compiled = snapshot_models(call["snapshot"])
+    t = time.perf_counter()
+    mip = highs.HighsBackend().solve_in_process(compiled, compiled.hint, EXACT)
+    mip_s = time.perf_counter() - t
+    assert mip.objective is not None
+    pb = pattern_bound(model, compiled, smoothing=smoothing)
+    lp_gap = pb.lp_bound - mip.objective
+    gap = pb.bound - mip.objective
+    return {
+        "t_s": call.get("t_s"),
+        "pms": len(call["snapshot"]["pms"]),
+        "vms": len(call["snapshot"]["vms"]),
+        "columns": compiled.size["columns"],
+        "start": compiled.objective_of(compiled.hint),
+        "mip": mip.objective,
+        "mip_proved": mip.proved_optimal,
+        "mip_s": mip_s,
+        "lp_bound": pb.lp_bound,
+        "pattern_bound": pb.bound,
+        "lp_gap": lp_gap,
+        "pattern_gap": gap,
+        "closed": 1.0 - gap / lp_gap if lp_gap > 1e-9 else None,
+        "converged": pb.converged,
+        "master": pb.master,
+        "iterations": pb.iterations,
+        "patterns": pb.patterns,
+        "pricing_mips": pb.pricing_mips,
+        "pattern_s": pb.wall_s,
+        "pricing_s": pb.pricing_s,
+    }
+
+
+def main() -> None:
+    ap = calls_parser(__doc__.splitlines()[0], RESULTS)
+    ap.add_argument("--smoothing", type=float, default=0.9, help="weight of the best multipliers so far")
+    args, calls = parse_calls(ap)
+    rows = []
+    for i, call in enumerate(calls):
+        row = measure(call, args.smoothing)
+        rows.append(row)
+        print(
+            f"call {i:3} ({row['pms']} PMs, {row['columns']} columns): "
+            f"MIP {row['mip']:.1f} in {row['mip_s']:.2f} s; "
+            f"LP gap {row['lp_gap']:.1f}, pattern gap {row['pattern_gap']:.2f} "
+            f"({row['iterations']} rounds, {row['patterns']} patterns, {row['pattern_s']:.2f} s)",
+            flush=True,
+        )
+    gapped = [r for r in rows if r["closed"] is not None]
+    summary = {
+        "calls": len(rows),
+        "smoothing": args.smoothing,
+        "converged": sum(r["converged"] for r in rows),
+        "lp_gap_median": statistics.median(r["lp_gap"] for r in rows),
+        "pattern_gap_median": statistics.median(r["pattern_gap"] for r in rows),
+        "pattern_gap_max": max(r["pattern_gap"] for r in rows),
+        "closed_median": statistics.median(r["closed"] for r in gapped) if gapped else None,
+        "closed_min": min(r["closed"] for r in gapped) if gapped else None,
+        "under_one_step": sum(r["pattern_gap"] < 1.0 for r in rows),
+        "mip_s_median": statistics.median(r["mip_s"] for r in rows),
+        "mip_s_max": max(r["mip_s"] for r in rows),
+        "pattern_s_median": statistics.median(r["pattern_s"] for r in rows),
+        "pattern_s_max": max(r["pattern_s"] for r in rows),
+        "iterations_median": statistics.median(r["iterations"] for r in rows),
+    }
+    print(
+        f"\n{len(rows)} calls: root gap median LP {summary['lp_gap_median']:.1f} -> pattern "
+        f"{summary['pattern_gap_median']:.2f} (max {summary['pattern_gap_max']:.2f}); "
+        f"{summary['under_one_step']} of {len(rows)} within one objective step of the optimum"
+    )
+    print(
+        f"time median / max: MIP to proof {summary['mip_s_median']:.2f} / {summary['mip_s_max']:.2f} s, "
+        f"pattern bound {summary['pattern_s_median']:.2f} / {summary['pattern_s_max']:.2f} s"
+    )
+    write_json(args.out, {"calls_file": str(args.calls), "summary": summary, "rows": rows})
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
