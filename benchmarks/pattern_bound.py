@@ -8,6 +8,7 @@ the MIP optimum; the pattern bound's share closed is 1 − its gap / the LP's ga
 
     python -m benchmarks.pattern_bound                 # the 60 recorded 128-PM calls (about 30 min)
     python -m benchmarks.pattern_bound --every 10      # every 10th call
+    python -m benchmarks.pattern_bound --cold          # also without warm-started pricing, side by side
 
 Prints a line per call and the medians; writes benchmarks/results/pattern_bound.json.
 """
@@ -28,14 +29,18 @@ from origamig.bilp.pattern_bound import pattern_bound
 RESULTS = Path(__file__).resolve().parent / "results" / "pattern_bound.json"
 
 
-def measure(call: dict[str, Any], smoothing: float) -> dict[str, Any]:
-    """The MIP optimum and its time, and the LP and pattern bounds of one recorded call."""
+def measure(call: dict[str, Any], smoothing: float, cold: bool = False) -> dict[str, Any]:
+    """The MIP optimum and its time, and the LP and pattern bounds of one recorded call (`cold`: the
+    pattern bound also without warm-started pricing, side by side)."""
     model, compiled = snapshot_models(call["snapshot"])
     t = time.perf_counter()
     mip = highs.HighsBackend().solve_in_process(compiled, compiled.hint, EXACT)
     mip_s = time.perf_counter() - t
     assert mip.objective is not None
     pb = pattern_bound(model, compiled, smoothing=smoothing)
+    if cold:
+        unwarmed = pattern_bound(model, compiled, smoothing=smoothing, warm=False)
+        extra = {"cold_s": unwarmed.wall_s, "cold_rounds": unwarmed.iterations, "cold_bound": unwarmed.bound}
     lp_gap = pb.lp_bound - mip.objective
     gap = pb.bound - mip.objective
     return {
@@ -59,16 +64,18 @@ def measure(call: dict[str, Any], smoothing: float) -> dict[str, Any]:
         "pricing_mips": pb.pricing_mips,
         "pattern_s": pb.wall_s,
         "pricing_s": pb.pricing_s,
+        **(extra if cold else {}),
     }
 
 
 def main() -> None:
     ap = calls_parser(__doc__.splitlines()[0], RESULTS)
     ap.add_argument("--smoothing", type=float, default=0.9, help="weight of the best multipliers so far")
+    ap.add_argument("--cold", action="store_true", help="also without warm-started pricing, side by side")
     args, calls = parse_calls(ap)
     rows = []
     for i, call in enumerate(calls):
-        row = measure(call, args.smoothing)
+        row = measure(call, args.smoothing, args.cold)
         rows.append(row)
         print(
             f"call {i:3} ({row['pms']} PMs, {row['columns']} columns): "
@@ -93,7 +100,13 @@ def main() -> None:
         "pattern_s_median": statistics.median(r["pattern_s"] for r in rows),
         "pattern_s_max": max(r["pattern_s"] for r in rows),
         "iterations_median": statistics.median(r["iterations"] for r in rows),
+        "lp_gap_total": sum(r["lp_gap"] for r in rows),
+        "pattern_gap_total": sum(r["pattern_gap"] for r in rows),
     }
+    if args.cold:
+        summary["cold_s_median"] = statistics.median(r["cold_s"] for r in rows)
+        summary["cold_over_warm_median"] = statistics.median(r["cold_s"] / r["pattern_s"] for r in rows)
+        summary["cold_iterations_median"] = statistics.median(r["cold_rounds"] for r in rows)
     print(
         f"\n{len(rows)} calls: root gap median LP {summary['lp_gap_median']:.1f} -> pattern "
         f"{summary['pattern_gap_median']:.2f} (max {summary['pattern_gap_max']:.2f}); "
@@ -103,6 +116,11 @@ def main() -> None:
         f"time median / max: MIP to proof {summary['mip_s_median']:.2f} / {summary['mip_s_max']:.2f} s, "
         f"pattern bound {summary['pattern_s_median']:.2f} / {summary['pattern_s_max']:.2f} s"
     )
+    if args.cold:
+        print(
+            f"without warm-started pricing: median {summary['cold_s_median']:.2f} s, "
+            f"{summary['cold_over_warm_median']:.2f}x the warm-started time (median per call)"
+        )
     write_json(args.out, {"calls_file": str(args.calls), "summary": summary, "rows": rows})
     print(f"wrote {args.out}")
 

@@ -272,15 +272,16 @@ def test_no_change_replay_compares_both_versions(tmp_path: Path) -> None:
 def test_pattern_bound_benchmark_reads_bounds_against_the_mip(tmp_path: Path) -> None:
     dc, nb = _fragment()  # a pending VM that fits: the optimum admits it
     call = {"t_s": 0.0, "kind": nb.kind, "snapshot": solver_replay.neighborhood_document(dc, nb, Weights())}
-    row = pattern_bound.measure(call, smoothing=0.9)
+    row = pattern_bound.measure(call, smoothing=0.9, cold=True)
     assert row["mip_proved"] and row["converged"]
+    assert abs(row["cold_bound"] - row["pattern_bound"]) <= 1e-5 * max(1.0, abs(row["mip"]))
     assert -1e-6 <= row["pattern_gap"] <= row["lp_gap"] + 1e-6  # between the optimum and the LP bound
     assert row["start"] < row["mip"]
     calls = tmp_path / "calls.json"
     calls.write_text(json.dumps({"calls": [call, {**call, "t_s": 1.0}]}))
     out = tmp_path / "pattern_bound.json"
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("sys.argv", ["pattern_bound", "--calls", str(calls), "--out", str(out)])
+        mp.setattr("sys.argv", ["pattern_bound", "--calls", str(calls), "--out", str(out), "--cold"])
         pattern_bound.main()
     doc = json.loads(out.read_text())
     assert doc["summary"]["calls"] == 2 and len(doc["rows"]) == 2
