@@ -52,6 +52,8 @@ def test_the_bound_holds_at_every_stop_and_is_no_weaker_than_the_lp(seed, n_pms,
     assert start - 1e-6 * scale <= pb.master <= pb.bound + 1e-6 * scale
     if pb.converged:
         assert pb.bound - pb.master <= 1e-5 * scale
+    if pb.integral:  # the master's solution is then a placement: no better than the optimum
+        assert pb.master <= optimum + 1e-6 * scale
     # Seeded with the optimum's patterns, the master reaches the optimum before any pricing round.
     seeded = pattern_bound(model, compiled, max_iterations=0, seeds=[x])
     assert optimum - 1e-6 * scale <= seeded.master <= seeded.bound + 1e-6 * scale
@@ -94,6 +96,7 @@ def test_on_a_recorded_call_the_bound_closes_the_lp_gap():
         assert pb.converged
         assert optimum - 1e-6 <= pb.bound < optimum + compiled.objective_step
         assert np.isclose(pb.master, pb.bound, atol=1e-5)
+        assert pb.integral  # here column generation alone finds the optimal placement
         return
     raise AssertionError("no recorded 9-PM call with an LP gap of a step or more")
 

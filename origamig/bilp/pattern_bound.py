@@ -47,6 +47,7 @@ class PatternBound:
     lp_bound: float  # the LP relaxation's bound (bilp/bound.py), for comparison
     master: float  # the master LP's value over the patterns found (≤ bound; equal when converged)
     converged: bool  # no pattern with a positive reduced value was left: bound = Dantzig–Wolfe's
+    integral: bool  # the master's last solution is integral: a placement of the region, of value `master`
     iterations: int
     patterns: int
     pricing_mips: int
@@ -302,11 +303,13 @@ def pattern_bound(
                 converged = True
                 break
             alpha = 0.0 if alpha < 0.2 else alpha / 2
+    solution = np.asarray(master.getSolution().col_value, dtype=float)
     return PatternBound(
         bound=float(bound),
         lp_bound=float(lp_bound),
         master=float(value),
         converged=converged,
+        integral=bool(np.all(np.abs(solution - np.round(solution)) <= _TOLERANCE)),
         iterations=rounds,
         patterns=sum(b.patterns for b in blocks),
         pricing_mips=mips,
