@@ -233,15 +233,9 @@ def pattern_bound(
         reduced = compiled.c - np.bincount(
             joining.col, weights=joining.val * pi[joining.pos], minlength=compiled.A.shape[1]
         )
-        counts = reduced[count_cols]
-        value = float(pi @ side) + compiled.offset
-        value += float(
-            np.sum(
-                np.where(
-                    counts > 0, counts * compiled.col_hi[count_cols], counts * compiled.col_lo[count_cols]
-                )
-            )
-        )
+        counts = reduced[count_cols]  # the class counts' box: finite bounds, taken where they pay most
+        ends = np.where(counts > 0, compiled.col_hi[count_cols], compiled.col_lo[count_cols])
+        value = float(pi @ side) + float(counts @ ends) + compiled.offset
         t = time.perf_counter()
         best: list[np.ndarray] = []
         for block in blocks:
@@ -254,11 +248,14 @@ def pattern_bound(
                 h.setSolution(start)
             h.run()
             mips += 1
+            info = h.getInfo()
             if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
                 value = np.inf  # no proved maximum for this PM: these multipliers prove nothing
             else:
-                value += h.getInfo().mip_dual_bound
-            block.last = np.round(np.asarray(h.getSolution().col_value, dtype=float))
+                value += info.mip_dual_bound
+            if info.primal_solution_status == 2:  # feasible: a pattern (else the last one stays)
+                block.last = np.round(np.asarray(h.getSolution().col_value, dtype=float))
+            assert block.last is not None
             best.append(block.last)
         pricing_s += time.perf_counter() - t
         return value, best
@@ -275,14 +272,13 @@ def pattern_bound(
         add_pattern(b, x)
     converged = False
     rounds = 0
-    value = -np.inf
     alpha = smoothing
     while True:
         master.run()
-        value = master.getInfo().objective_function_value + compiled.offset
+        master_value = master.getInfo().objective_function_value + compiled.offset
         duals_now = np.asarray(master.getSolution().row_dual, dtype=float)
         pi, mu = duals_now[: len(joining.rows)], duals_now[len(joining.rows) :]
-        if bound - value <= _TOLERANCE * max(1.0, abs(bound)):
+        if bound - master_value <= _TOLERANCE * max(1.0, abs(bound)):
             converged = True
             break
         if rounds >= max_iterations or (stop_below is not None and bound < stop_below):
@@ -307,7 +303,7 @@ def pattern_bound(
     return PatternBound(
         bound=float(bound),
         lp_bound=float(lp_bound),
-        master=float(value),
+        master=float(master_value),
         converged=converged,
         integral=bool(np.all(np.abs(solution - np.round(solution)) <= _TOLERANCE)),
         iterations=rounds,
