@@ -38,12 +38,9 @@ def measure(call: dict[str, Any], smoothing: float, cold: bool = False) -> dict[
     mip_s = time.perf_counter() - t
     assert mip.objective is not None
     pb = pattern_bound(model, compiled, smoothing=smoothing)
-    if cold:
-        unwarmed = pattern_bound(model, compiled, smoothing=smoothing, warm=False)
-        extra = {"cold_s": unwarmed.wall_s, "cold_rounds": unwarmed.iterations, "cold_bound": unwarmed.bound}
     lp_gap = pb.lp_bound - mip.objective
     gap = pb.bound - mip.objective
-    return {
+    row = {
         "t_s": call.get("t_s"),
         "pms": len(call["snapshot"]["pms"]),
         "vms": len(call["snapshot"]["vms"]),
@@ -65,8 +62,11 @@ def measure(call: dict[str, Any], smoothing: float, cold: bool = False) -> dict[
         "pricing_mips": pb.pricing_mips,
         "pattern_s": pb.wall_s,
         "pricing_s": pb.pricing_s,
-        **(extra if cold else {}),
     }
+    if cold:
+        unwarmed = pattern_bound(model, compiled, smoothing=smoothing, warm=False)
+        row.update(cold_s=unwarmed.wall_s, cold_rounds=unwarmed.iterations, cold_bound=unwarmed.bound)
+    return row
 
 
 def main() -> None:

@@ -89,10 +89,15 @@ def lagrangian_terms(compiled: Compiled, duals: np.ndarray) -> tuple[float, np.n
     return float(pi @ side + np.sum(box) + compiled.offset), reduced, box
 
 
+def lp_multipliers(compiled: Compiled, duals: np.ndarray) -> np.ndarray:
+    """An LP's row duals as the multipliers of its bound, whichever their sign convention: a solver's
+    duals for a maximization come with either sign, both give a valid bound, the smaller is the LP's."""
+    return duals if lagrangian_bound(compiled, duals) <= lagrangian_bound(compiled, -duals) else -duals
+
+
 def lp_terms(compiled: Compiled, duals: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-    """`lagrangian_terms` of an LP's row duals, whichever their sign convention: a solver's duals for
-    a maximization come with either sign, both give a valid bound, and the smaller one is the LP's."""
-    return min(lagrangian_terms(compiled, duals), lagrangian_terms(compiled, -duals), key=lambda t: t[0])
+    """`lagrangian_terms` of an LP's row duals (`lp_multipliers`)."""
+    return lagrangian_terms(compiled, lp_multipliers(compiled, duals))
 
 
 def lp_duals(compiled: Compiled, time_limit_s: float | None) -> tuple[np.ndarray | None, float]:

@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from origamig.bilp.bound import lagrangian_terms, lp_duals
+from origamig.bilp.bound import lagrangian_terms, lp_duals, lp_multipliers
+from origamig.bilp.standard_form import Compiled, SparseRows
 
 if TYPE_CHECKING:
     from origamig.bilp.model import BilpModel
-    from origamig.bilp.standard_form import Compiled
 
 # Pattern columns whose reduced value is at most this are not added (the master's own tolerance).
 _TOLERANCE = 1e-6
@@ -98,7 +98,6 @@ class _Joining:
     rows: np.ndarray
     lo: np.ndarray
     hi: np.ndarray
-    col: np.ndarray
     pos: np.ndarray  # position of the entry's row among `rows`
     val: np.ndarray
     start: np.ndarray  # entries of column n: start[n]:start[n+1]
@@ -132,39 +131,36 @@ def _decompose(compiled: Compiled, pms: np.ndarray) -> tuple[list[_Block], _Join
     order = np.argsort(col, kind="stable")
     col, at, val = col[order], at[order], val[order]
     start = np.searchsorted(col, np.arange(A.shape[1] + 1))
-    return blocks, _Joining(joining, compiled.row_lo[joining], compiled.row_hi[joining], col, at, val, start)
+    return blocks, _Joining(joining, compiled.row_lo[joining], compiled.row_hi[joining], at, val, start)
+
+
+def _block_form(compiled: Compiled, block: _Block) -> Compiled:
+    """The block's own rows and columns as a standard form (costs zero: they are set at each pricing)."""
+    A = compiled.A
+    local = np.full(A.shape[1], -1, dtype=np.int64)
+    local[block.cols] = np.arange(len(block.cols))
+    spans = [np.arange(A.indptr[r], A.indptr[r + 1]) for r in block.rows]
+    entries = np.concatenate(spans) if spans else np.zeros(0, dtype=np.int64)
+    indptr = np.concatenate([[0], np.cumsum([len(e) for e in spans])]).astype(np.int64)
+    rows = SparseRows(indptr, local[A.indices[entries]], A.data[entries], (len(block.rows), len(block.cols)))
+    return Compiled(
+        A=rows,
+        row_lo=compiled.row_lo[block.rows],
+        row_hi=compiled.row_hi[block.rows],
+        col_lo=compiled.col_lo[block.cols],
+        col_hi=compiled.col_hi[block.cols],
+        integer=compiled.integer[block.cols],
+        c=np.zeros(len(block.cols)),
+        offset=0.0,
+        hint=compiled.hint[block.cols],
+        columns=(),
+        objective_scale=0,
+    )
 
 
 def _pricing_mip(highspy: Any, compiled: Compiled, block: _Block) -> Any:
     """The block's rows and columns as a HiGHS MIP (its costs are set at each pricing)."""
-    A = compiled.A
-    local = np.full(A.shape[1], -1, dtype=np.int64)
-    local[block.cols] = np.arange(len(block.cols))
-    starts, index, value = [0], [], []
-    for r in block.rows:
-        a, b = A.indptr[r], A.indptr[r + 1]
-        index.append(local[A.indices[a:b]])
-        value.append(A.data[a:b])
-        starts.append(starts[-1] + b - a)
-    inf = highspy.kHighsInf
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = len(block.cols), len(block.rows)
-    lp.sense_ = highspy.ObjSense.kMaximize
-    lp.col_cost_ = np.zeros(len(block.cols))
-    lp.col_lower_ = compiled.col_lo[block.cols].astype(float)
-    lp.col_upper_ = compiled.col_hi[block.cols].astype(float)
-    lo, hi = compiled.row_lo[block.rows], compiled.row_hi[block.rows]
-    lp.row_lower_ = np.where(np.isfinite(lo), lo, -inf)
-    lp.row_upper_ = np.where(np.isfinite(hi), hi, inf)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.start_ = np.asarray(starts, dtype=np.int32)
-    lp.a_matrix_.index_ = np.concatenate(index).astype(np.int32) if index else np.zeros(0, np.int32)
-    lp.a_matrix_.value_ = np.concatenate(value) if value else np.zeros(0)
-    lp.integrality_ = [
-        highspy.HighsVarType.kInteger if b else highspy.HighsVarType.kContinuous
-        for b in compiled.integer[block.cols]
-    ]
-    from origamig.bilp.backends.highs import new_highs
+    from origamig.bilp.backends.highs import highs_lp, new_highs
 
     h = new_highs(highspy)
     for option, setting in (
@@ -175,7 +171,7 @@ def _pricing_mip(highspy: Any, compiled: Compiled, block: _Block) -> Any:
         ("presolve", "off"),  # ten times faster on these small MIPs, measured
     ):
         h.setOptionValue(option, setting)
-    h.passModel(lp)
+    h.passModel(highs_lp(highspy, _block_form(compiled, block)))
     return h
 
 
@@ -203,16 +199,21 @@ def pattern_bound(
     pms = column_pms(model, compiled)
     blocks, joining = _decompose(compiled, pms)
     count_cols = np.flatnonzero(pms < 0)
+    block_cols = np.flatnonzero(pms >= 0)
     inf = highspy.kHighsInf
     master = _master(highspy, compiled, blocks, joining, count_cols)
 
-    def add_pattern(b: int, x: np.ndarray) -> None:
-        block = blocks[b]
-        rows, vals = joining.coefficients(block.cols, x)
-        rows = np.append(rows, len(joining.rows) + b).astype(np.int32)
-        vals = np.append(vals, 1.0)
-        master.addCol(float(compiled.c[block.cols] @ x), 0.0, inf, len(rows), rows, vals)
-        block.patterns += 1
+    def pattern_column(b: int, x: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        """A pattern's objective and its activity on the joining rows (nonzeros)."""
+        return (float(compiled.c[blocks[b].cols] @ x), *joining.coefficients(blocks[b].cols, x))
+
+    def add_pattern(
+        b: int, x: np.ndarray, column: tuple[float, np.ndarray, np.ndarray] | None = None
+    ) -> None:
+        cost, rows, vals = column or pattern_column(b, x)
+        rows = np.append(rows, len(joining.rows) + b).astype(np.int32)  # and the PM's convexity row
+        master.addCol(cost, 0.0, inf, len(rows), rows, np.append(vals, 1.0))
+        blocks[b].patterns += 1
 
     for b, block in enumerate(blocks):
         block.last = np.round(compiled.hint[block.cols])
@@ -227,15 +228,12 @@ def pattern_bound(
     def lagrangian(pi: np.ndarray) -> tuple[float, list[np.ndarray]]:
         """The bound at multipliers `pi` on the joining rows, and each PM's best pattern there."""
         nonlocal pricing_s, mips
-        side = np.where(pi > 0, joining.hi, joining.lo)
-        usable = np.isfinite(side)
-        pi, side = np.where(usable, pi, 0.0), np.where(usable, side, 0.0)
-        reduced = compiled.c - np.bincount(
-            joining.col, weights=joining.val * pi[joining.pos], minlength=compiled.A.shape[1]
-        )
-        counts = reduced[count_cols]  # the class counts' box: finite bounds, taken where they pay most
-        ends = np.where(counts > 0, compiled.col_hi[count_cols], compiled.col_lo[count_cols])
-        value = float(pi @ side) + float(counts @ ends) + compiled.offset
+        on_rows = np.zeros(compiled.A.shape[0])
+        on_rows[joining.rows] = pi
+        # The LP bound's Lagrangian at these multipliers, with each PM's columns maximized over its
+        # patterns (below) instead of over their box: take their box terms (binaries: finite) out.
+        value, reduced, box = lagrangian_terms(compiled, on_rows)
+        value -= float(np.sum(box[block_cols]))
         t = time.perf_counter()
         best: list[np.ndarray] = []
         for block in blocks:
@@ -264,9 +262,9 @@ def pattern_bound(
     center = np.zeros(len(joining.rows))
     duals, _ = lp_duals(compiled, None)
     if duals is not None:
-        plus, minus = lagrangian_terms(compiled, duals)[0], lagrangian_terms(compiled, -duals)[0]
-        lp_bound = min(plus, minus)
-        center = (duals if plus <= minus else -duals)[joining.rows]
+        multipliers = lp_multipliers(compiled, duals)
+        lp_bound = lagrangian_terms(compiled, multipliers)[0]
+        center = multipliers[joining.rows]
     bound, patterns = lagrangian(center)
     for b, x in enumerate(patterns):
         add_pattern(b, x)
@@ -288,9 +286,9 @@ def pattern_bound(
         at_trial, patterns = lagrangian(trial)
         added = 0
         for b, x in enumerate(patterns):
-            rows, vals = joining.coefficients(blocks[b].cols, x)
-            if float(compiled.c[blocks[b].cols] @ x) - float(pi[rows] @ vals) - mu[b] > _TOLERANCE:
-                add_pattern(b, x)
+            cost, rows, vals = column = pattern_column(b, x)
+            if cost - float(pi[rows] @ vals) - mu[b] > _TOLERANCE:
+                add_pattern(b, x, column)
                 added += 1
         if at_trial < bound:
             bound, center = at_trial, trial
