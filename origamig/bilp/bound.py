@@ -89,15 +89,24 @@ def lagrangian_terms(compiled: Compiled, duals: np.ndarray) -> tuple[float, np.n
     return float(pi @ side + np.sum(box) + compiled.offset), reduced, box
 
 
+def _lp_signed(
+    compiled: Compiled, duals: np.ndarray
+) -> tuple[np.ndarray, tuple[float, np.ndarray, np.ndarray]]:
+    """An LP's row duals as the multipliers of its bound, whichever their sign convention, with their
+    `lagrangian_terms`: a solver's duals for a maximization come with either sign, both give a valid
+    bound, and the smaller one is the LP's."""
+    plus, minus = lagrangian_terms(compiled, duals), lagrangian_terms(compiled, -duals)
+    return (duals, plus) if plus[0] <= minus[0] else (-duals, minus)
+
+
 def lp_multipliers(compiled: Compiled, duals: np.ndarray) -> np.ndarray:
-    """An LP's row duals as the multipliers of its bound, whichever their sign convention: a solver's
-    duals for a maximization come with either sign, both give a valid bound, the smaller is the LP's."""
-    return duals if lagrangian_bound(compiled, duals) <= lagrangian_bound(compiled, -duals) else -duals
+    """An LP's row duals, signed as the multipliers of its bound (`_lp_signed`)."""
+    return _lp_signed(compiled, duals)[0]
 
 
 def lp_terms(compiled: Compiled, duals: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-    """`lagrangian_terms` of an LP's row duals (`lp_multipliers`)."""
-    return lagrangian_terms(compiled, lp_multipliers(compiled, duals))
+    """`lagrangian_terms` of an LP's row duals, signed as the multipliers of its bound (`_lp_signed`)."""
+    return _lp_signed(compiled, duals)[1]
 
 
 def lp_duals(compiled: Compiled, time_limit_s: float | None) -> tuple[np.ndarray | None, float]:
