@@ -131,14 +131,15 @@ def analyse(sw: Sweep, rows: tuple[str, ...], col: str) -> dict[str, Any]:
             "pms_vs_tc_by_seed": {s: a - b for s, a, b in pairs},
             "pms_reduction_vs_tc_pct": sw.reduction_pct(row, "tc", col),
             "pms_reduction_vs_ff_pct": sw.reduction_pct(row, "ff", col),
-            "migration_ratio_to_tc": _ratio(sw, row, "tc", col, "migrations_per_hour"),
+            "migration_ratio_to_tc": _paired_ratio(migr),
         }
     return out
 
 
-def _ratio(sw: Sweep, row: str, base: str, col: str, name: str) -> float | None:
-    a, b = sw.metric(row, col, name)["mean"], sw.metric(base, col, name)["mean"]
-    return a / b if a is not None and b else None
+def _paired_ratio(pairs: list[tuple[int, float, float]]) -> float | None:
+    """Σ row / Σ base over the seeds both ran (the ratio of their means on those seeds)."""
+    base = sum(b for _, _, b in pairs)
+    return sum(a for _, a, _ in pairs) / base if base else None
 
 
 def print_table(sw: Sweep, rows: tuple[str, ...], col: str, findings: dict[str, Any]) -> None:
