@@ -70,7 +70,9 @@ def test_check_reports_every_problem_and_exits_2(tmp_path: Path) -> None:
 
 # --- check-plan --------------------------------------------------------------------------------
 def _solve(path: Path, tmp_path: Path) -> Path:
-    result = runner.invoke(app, ["solve", str(path), "--json", "--neighborhood", "all", "--time-limit", "5"])
+    # The paper's goal: Fig. 1(c)'s compaction (the default goal starts the VM on the empty PM instead)
+    args = ["solve", str(path), "--json", "--neighborhood", "all", "--time-limit", "5", "--goal", "paper"]
+    result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     out = tmp_path / "solve.json"
     out.write_text(result.stdout)

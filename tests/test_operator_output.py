@@ -18,7 +18,7 @@ from origamig.judge.check import check_placement
 from origamig.snapshot.document import load_snapshot
 
 # Characters an id may not hold: control characters, line and paragraph separators, surrogates.
-NOT_IN_IDS = ("Cc", "Cs", "Zl", "Zp")
+NOT_IN_IDS = ("Cc", "Cs", "Zl", "Zp", "Cf")
 MARKUP = "[]/:@#$`'\" \\"
 
 
@@ -84,8 +84,8 @@ def test_any_printable_id_is_printed_as_written_by_check_and_solve(tmp_path: Pat
 
 @pytest.mark.parametrize(
     "bad",
-    ["a\nb", "a\x1b[2Jb", "tab\there", "a\u2028", "\ud800"],
-    ids=["newline", "escape", "tab", "LS", "surrogate"],
+    ["a\nb", "a\x1b[2Jb", "tab\there", "a\u2028", "\ud800", "h10\u200d0-01", "pm\u202e10-h", "\ufeffvm"],
+    ids=["newline", "escape", "tab", "LS", "surrogate", "zero-width-joiner", "right-to-left-override", "bom"],
 )
 def test_an_id_that_cannot_be_printed_is_one_error_line(tmp_path: Path, bad: str) -> None:
     doc = two_a30_snapshot("pm0", "r1", "r2", "p")

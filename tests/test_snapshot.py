@@ -285,17 +285,32 @@ def test_profile_of_a_catalog_model_absent_from_the_snapshot_is_a_valid_pending_
     assert snap.vms["v0"].gis[0].gpu_model == A100 and snap.pending == ["v0"]
 
 
-def test_ambiguous_profile_name_requires_gpu_model() -> None:
-    # 1g.10gb: 2 memory slices on the A100-40GB, 1 on the A100-80GB (models/gpus/*.toml).
+def test_a_pending_vm_without_gpu_model_may_run_on_every_model_that_offers_its_profiles() -> None:
+    # 1g.10gb: 2 memory slices on the A100-40GB, 1 on the A100-80GB (models/gpus/*.toml): each model
+    # defines the GI as it knows it, in order of first appearance on the PMs.
     base = [pm("pm0", [A100, A100_80])]
-    (line,) = problems(doc(base, [vm("v0", ["1g.10gb"])]))
-    assert line.startswith("vms[0].gis: 1g.10gb is ambiguous here")
-    assert "A100-40GB: 1g.10gb = 2 slices" in line and "A100-80GB: 1g.10gb = 1 slice" in line
-    assert '"gpu_model"' in line
-    for model, slices in ((A100, 2), (A100_80, 1)):
+    spec = parse_snapshot(doc(base, [vm("v0", ["1g.10gb"])])).vms["v0"]
+    assert [(c[0].gpu_model, c[0].memory_slices) for c in spec.gi_choices] == [(A100, 2), (A100_80, 1)]
+    assert spec.gpu_classes == ("100", "A100-80GB")
+    for model, slices in ((A100, 2), (A100_80, 1)):  # "gpu_model" is a constraint
         snap = parse_snapshot(doc(base, [vm("v0", ["1g.10gb"], gpu_model=model)]))
         assert snap.vms["v0"].gis[0].memory_slices == slices
         assert snap.vms["v0"].gis[0].gpu_model == model
+        assert snap.vms["v0"].alternatives == ()
+
+
+def test_migratable_and_intra_pm_moves_are_read_and_typed() -> None:
+    base = [pm("pm0", [A100_80])]
+    pinned = {**vm("v0", ["1g.10gb"], ("pm0", [(0, 0)])), "migratable": False}
+    snap = parse_snapshot({**doc(base, [pinned]), "intra_pm_moves": False})
+    assert snap.vms["v0"].migratable is False and snap.intra_pm_moves is False
+    assert snap.datacenter().intra_pm_moves is False
+    assert parse_snapshot(doc(base, [vm("v1", ["1g.10gb"])])).vms["v1"].migratable is True
+    bad = {**doc(base, [{**vm("v0", ["1g.10gb"]), "migratable": "no"}]), "intra_pm_moves": 0}
+    assert problems(bad) == [
+        'vms[0].migratable: expected true or false, got "no" (a string)',
+        "intra_pm_moves: expected true or false, got 0 (a number)",
+    ]
 
 
 def test_running_vm_is_resolved_by_the_gpu_it_runs_on() -> None:

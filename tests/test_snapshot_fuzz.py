@@ -145,7 +145,8 @@ def mutations(draw: st.DrawFn) -> Mutation:
             return f"vms[{i}].placement.gis[0].start"
         if kind == "gpu_index":
             i = placed(d)
-            d["vms"][i]["placement"]["gis"][0]["gpu"] = 2 + value_pick % 5  # every example PM has ≤ 2 GPUs
+            host = next(p for p in d["pms"] if p["id"] == d["vms"][i]["placement"]["pm"])
+            d["vms"][i]["placement"]["gis"][0]["gpu"] = len(host["gpus"]) + value_pick % 5  # beyond its GPUs
             return f"vms[{i}].placement.gis[0].gpu"
         if kind == "overlap":
             twin = copy.deepcopy(d["vms"][placed(d)])

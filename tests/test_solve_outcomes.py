@@ -18,7 +18,7 @@ from cli_helpers import run_main
 from helper_faults import solve_in_this_process
 from solve_schema import solve_document_validator
 
-import origamig.call.solve as snapshot_solve
+import origamig.call.successive as successive
 from origamig.bilp import Limits
 from origamig.bilp.backends.base import SOLUTION_FEASIBLE
 from origamig.call.decision import Status
@@ -84,7 +84,7 @@ def test_the_text_status_line_says_it_stopped(tmp_path: Path) -> None:
     assert code == 3
     status = next(line for line in out.splitlines() if line.startswith("status:"))
     assert status.startswith("status: stopped_at_limit: objective 330 → 330")
-    assert "(the solver stopped at its time limit" in status
+    assert "; the solver stopped at its time limit" in status
     assert "unchanged" not in out and "waiting: vmP" in out
 
 
@@ -112,24 +112,28 @@ def test_a_solver_error_is_solver_error_exit_4_with_its_reason(monkeypatch, solv
     assert code == 4 and out["status"] == "solver_error"
     assert out["solver"]["termination"] == "error"
     assert "OverflowError: a value the solver cannot represent" in out["solver"]["reason"]
-    assert out["status_reason"].startswith("the solver failed: ")
+    assert out["status_reason"] == (
+        "admitted 0 of 1 pending; the solver failed: OverflowError: a value the solver cannot represent; the "
+        "state stays as it is"
+    )
     assert out["waiting"] == ["vmP"] and out["rejected"] == [] and out["plan"] == []
 
 
 def test_an_unproved_improvement_is_applied_but_says_so(monkeypatch) -> None:
-    real = snapshot_solve.decide
+    real = successive.decide
 
     def unproved(*args: Any, **kwargs: Any) -> Any:
         d = real(*args, **kwargs)
         res = replace(d.solution.result, solution_status=SOLUTION_FEASIBLE, termination="time_limit")
         return replace(d, solution=replace(d.solution, result=res))
 
-    monkeypatch.setattr(snapshot_solve, "decide", unproved)
+    monkeypatch.setattr(successive, "decide", unproved)
     doc = json.loads((EXAMPLES / "fragmented-a100.json").read_text())
     doc["vms"].append({"id": "huge", "cpu": 500, "ram_gb": 1, "gis": ["1g.5gb"]})
-    # `later` fits an empty PM, but the (really optimal) solution does not admit it.
+    # `later` fits an empty PM, but the (really optimal) solution of the paper's goal does not admit it.
     doc["vms"].append({"id": "later", "cpu": 80, "ram_gb": 512, "gis": ["7g.40gb"]})
-    outcome = solve_snapshot(parse_snapshot(doc), limits=Limits(time_limit_s=5), neighborhood="all")
+    snap = parse_snapshot(doc)
+    outcome = solve_snapshot(snap, limits=Limits(time_limit_s=5), neighborhood="all", goal="paper")
     assert outcome.status is Status.IMPROVED and "not proved optimal" in outcome.note
     assert outcome.admitted == ("vm5",)
     assert outcome.rejected == ("huge",)  # certain: no PM has 500 cores
@@ -171,7 +175,7 @@ def test_the_text_output_gives_each_rejection_its_reason(tmp_path: Path) -> None
 
 # --- the plan explains itself -----------------------------------------------------------------------
 def test_each_move_says_from_where_to_where_and_why() -> None:
-    code, doc, _ = solve(FIG1C, "--neighborhood", "all")
+    code, doc, _ = solve(FIG1C, "--neighborhood", "all", "--goal", "paper")  # the paper's compaction
     assert code == 0 and doc["status"] == "improved"
     steps = doc["plan"]
     moves = doc["moves"]
@@ -198,7 +202,7 @@ def test_a_move_that_empties_a_gpu_says_which() -> None:
 
 
 def test_the_plan_table_has_a_parking_header_and_the_reasons() -> None:
-    code, out, _ = run_main(["solve", str(FIG1C), "--neighborhood", "all"])
+    code, out, _ = run_main(["solve", str(FIG1C), "--neighborhood", "all", "--goal", "paper"])
     assert code == 0
     header = next(line for line in out.splitlines() if "┃ op" in line)
     assert "parking" in header
@@ -210,13 +214,14 @@ def test_script_writes_the_dry_run_shell_script(tmp_path: Path) -> None:
     script = tmp_path / "plan.sh"
     old = os.umask(0o022)
     try:
-        code, _, err = run_main(["solve", str(FIG1C), "--neighborhood", "all", "--script", str(script)])
+        args = ["solve", str(FIG1C), "--neighborhood", "all", "--goal", "paper", "--script", str(script)]
+        code, _, err = run_main(args)
     finally:
         os.umask(old)
     assert code == 0, err
     assert stat.S_IMODE(script.stat().st_mode) == 0o755
     text = script.read_text()
-    assert text.startswith("#!/bin/sh\n# origamig solve: improved: gain +40")
+    assert text.startswith("#!/bin/sh\n# origamig solve: improved: admitted 1 of 1 pending; gain +40")
     assert "# vmA: pm1 gpu0@0 -> pm0 gpu0@4; why: switches off pm1" in text
     subprocess.run(["sh", "-n", str(script)], check=True)
     ran = subprocess.run(["sh", str(script)], capture_output=True, text=True, check=True)

@@ -121,9 +121,10 @@ class _Builder:
                 self.prev_gi[(i, v)] = (gpu, s)
         self.gis_by_class: dict[tuple[str, str], int] = {}
         for vm in region.vms.values():
-            for prof in vm.gis:
-                key = (prof.gpu_class, prof.name)
-                self.gis_by_class[key] = self.gis_by_class.get(key, 0) + 1
+            for choice in vm.gi_choices:
+                for prof in choice:
+                    key = (prof.gpu_class, prof.name)
+                    self.gis_by_class[key] = self.gis_by_class.get(key, 0) + 1
         self.usable: dict[Gpu, tuple[int, ...]] = {}
         for gpu, md in self.gpu_model.items():
             avail = tuple(self.gis_by_class.get((md.gpu_class, p.name), 0) for p in md.profiles)
@@ -141,19 +142,45 @@ class _Builder:
         ]
 
     def _candidates(self) -> None:
+        """x and y columns: each VM on each PM with its CPU/RAM where every GI has a GPU (of one class
+        the VM may run on); a pinned VM (`migratable` false) only where it runs, on its GPUs; without
+        intra-PM moves, a running VM on its own PM only on its GPUs. `self.classes` lists, per (VM,
+        PM), the classes it may take there when they are several (a choice row then keeps its GIs on
+        one class)."""
         self.X: list[tuple[str, int]] = []
         self.Y: list[tuple[str, int, int, int]] = []
-        for i, vm in self.r.vms.items():
-            prev = self.r.previous.get(i)
-            for j in self.r.pms:
-                pm = self.r.pm_specs[j]
+        self.classes: dict[tuple[str, int], list[tuple[str, list[list[int]]]]] = {}
+        r = self.r
+        for i, vm in r.vms.items():
+            prev = r.previous.get(i)
+            for j in r.pms:
+                pm = r.pm_specs[j]
                 if vm.cpu_m > pm.cpu_m or vm.ram_mb > pm.ram_mb:
                     continue
-                per_gi = [self._gi_gpus(p.name, p.gpu_class, j) for p in vm.gis]
-                if not all(per_gi) and not (prev is not None and prev.pm == j):
+                at_home = prev is not None and prev.pm == j
+                if prev is not None and not vm.migratable and not at_home:
+                    continue
+                if at_home and (not vm.migratable or not r.intra_pm_moves):
+                    assert prev is not None
+                    options = [(vm.gpu_class, [[slot.gpu] for slot in prev.gis])]
+                else:
+                    options = [
+                        (choice[0].gpu_class, [self._gi_gpus(p.name, p.gpu_class, j) for p in choice])
+                        for choice in vm.gi_choices
+                        if choice
+                    ]
+                    options = [(h, per_gi) for h, per_gi in options if all(per_gi)] or (
+                        [(vm.gpu_class, [self._gi_gpus(p.name, p.gpu_class, j) for p in vm.gis])]
+                        if at_home
+                        else []
+                    )
+                if vm.gis and not options:
                     continue
                 self.X.append((i, j))
-                self.Y.extend((i, v, j, k) for v, ks in enumerate(per_gi) for k in ks)
+                gpus = {(v, k) for _, per_gi in options for v, ks in enumerate(per_gi) for k in ks}
+                self.Y.extend((i, v, j, k) for v, k in sorted(gpus))
+                if len(options) > 1:
+                    self.classes[(i, j)] = options
 
     # --- variables with start values -----------------------------------------------------------
     def variables(self) -> None:
@@ -172,9 +199,14 @@ class _Builder:
         m.mig = pyo.Var(list(prev), domain=binary)
         m.omega = pyo.Var(list(prev), domain=binary)
         m.stay = pyo.Var(list(self.prev_gi), domain=binary)
+        self.Z = [(i, j, h) for (i, j), options in self.classes.items() for h, _ in options]
+        m.z = pyo.Var(self.Z, domain=binary)
         self.vx, self.vy, self.vq = dict(m.x.items()), dict(m.y.items()), dict(m.q.items())
         self.vgamma, self.vphi = dict(m.gamma.items()), dict(m.phi.items())
         self.vmig, self.vomega, self.vstay = dict(m.mig.items()), dict(m.omega.items()), dict(m.stay.items())
+        self.vz = dict(m.z.items())
+        for var in self.vz.values():
+            var.set_value(0, skip_validation=True)
         for var in [*self.vx.values(), *self.vy.values(), *self.vq.values(), *self.vgamma.values()]:
             var.set_value(0, skip_validation=True)
         for var in [*self.vphi.values(), *self.vmig.values(), *self.vomega.values()]:
@@ -228,9 +260,11 @@ class _Builder:
             (
                 ([(1, y[i, v, j, k]) for k in y_of.get((i, v, j), ())] + [(-1, x[i, j])], 0, 0)
                 for i, j in self.X
+                if (i, j) not in self.classes
                 for v in range(len(vms[i].gis))
             ),
         )
+        self._rows("class_choice", self._class_rows())
         self._rows("host", (([(1, x[i, j]), (-1, phi[j])], None, 0) for i, j in self.X))
         self._rows("gpu_pm", (([(1, gamma[j, k]), (-1, phi[j])], None, 0) for j, k in self.gpu_model))
         self._rows(
@@ -254,7 +288,30 @@ class _Builder:
         self._rows(
             "omega_nogi", (([(1, omega[i]), (-1, mig[i])], 0, None) for i in r.previous if not vms[i].gis)
         )
+        self._rows("pinned", self._pinned_rows())
         self._count_cuts(x_of_vm)
+
+    def _class_rows(self) -> Iterable[tuple]:
+        """A VM that may take several classes on PM j takes one (z) and puts each GI on its GPUs:
+        Σ_h z_ijh = x_ij and, per GI v and class h, Σ_{k of h} y_ivjk = z_ijh."""
+        x, y, z = self.vx, self.vy, self.vz
+        for (i, j), options in self.classes.items():
+            yield [(1, z[i, j, h]) for h, _ in options] + [(-1, x[i, j])], 0, 0
+            for h, per_gi in options:
+                for v, ks in enumerate(per_gi):
+                    yield [(1, y[i, v, j, k]) for k in ks] + [(-1, z[i, j, h])], 0, 0
+
+    def _pinned_rows(self) -> Iterable[tuple]:
+        """GIs that keep their slot whenever their VM stays on its PM: every GI of a pinned VM
+        (`migratable` false, which has no other PM either), and, without intra-PM moves, every GI of
+        a VM that stays on its PM (stay_iv ≥ x_{i,prevPM})."""
+        r, x, stay = self.r, self.vx, self.vstay
+        for (i, v), _ in self.prev_gi.items():
+            pl = r.previous[i]
+            if not r.vms[i].migratable:
+                yield [(1, stay[i, v])], 1, None
+            elif not r.intra_pm_moves:
+                yield [(1, stay[i, v]), (-1, x[i, pl.pm])], 0, None
 
     def _capacity_rows(self, x_on_pm: dict[int, list[str]], field: str) -> Iterable[tuple]:
         """(6)/(7) as Σ_i c_i x_ij ≤ C_j φ_j, divided by the gcd of the coefficients and C_j rounded
@@ -305,8 +362,13 @@ class _Builder:
             rows.append(([(1, m.ngpu[h])] + [(-1, self.vgamma[g]) for g in gpus_of[h]], 0, 0))
             rows.append(([(1, m.npm[h])] + [(-1, self.vphi[j]) for j in pms_of[h]], 0, 0))
             run = sum(r.vms[i].memory_slices for i in r.previous if r.vms[i].gpu_class == h)
-            pend = [
-                i for i in r.pending if r.vms[i].gpu_class == h and r.vms[i].memory_slices and i in x_of_vm
+            pend = [  # a VM that may run on several classes is left out (the cuts stay valid)
+                i
+                for i in r.pending
+                if r.vms[i].gpu_class == h
+                and not r.vms[i].alternatives
+                and r.vms[i].memory_slices
+                and i in x_of_vm
             ]
             for count, cap in ((m.ngpu[h], slices[h]), (m.npm[h], per_pm[h])):
                 # cap·count ≥ slices of the admitted VMs of class h

@@ -29,6 +29,7 @@ class Region:
     vms: dict[str, VmSpec]  # running VMs of the region first (by PM, then placement order), then pending
     previous: dict[str, Placement]  # the running VMs' current placement
     pending: tuple[str, ...]
+    intra_pm_moves: bool = True  # the platform can move a VM between GIs of one PM
 
     @property
     def running(self) -> tuple[str, ...]:
@@ -51,7 +52,7 @@ def restrict(dc: DataCenter, region_pms: Sequence[int], pending: Sequence[str]) 
     waiting = tuple(dict.fromkeys(pending))
     for v in waiting:
         vms[v] = dc.pending[v]
-    return Region(pms, {j: dc.pms[j] for j in pms}, vms, previous, waiting)
+    return Region(pms, {j: dc.pms[j] for j in pms}, vms, previous, waiting, dc.intra_pm_moves)
 
 
 def fixed_constant(dc: DataCenter, region: Region, weights: Weights) -> Objective:

@@ -75,7 +75,12 @@ def _sorted_gis(vm: VmSpec) -> list:
 
 
 def fits_counts(dc: DataCenter, vm: VmSpec, j: int, empty: bool = False) -> bool:
-    """Does `vm` fit PM j by counts (CPU, RAM, free memory and compute slices per GPU)?"""
+    """Does `vm` fit PM j by counts (CPU, RAM, free memory and compute slices per GPU), as some class
+    it may run on?"""
+    return any(_fits_counts(dc, variant, j, empty) for variant in vm.variants())
+
+
+def _fits_counts(dc: DataCenter, vm: VmSpec, j: int, empty: bool) -> bool:
     pm = dc.pms[j]
     cpu = pm.cpu_m if empty else dc.free_cpu_m(j)
     ram = pm.ram_mb if empty else dc.free_ram_mb(j)
@@ -152,7 +157,7 @@ def select_admission(
     all_pms = [j for j in range(len(dc.pms)) if j not in locked]
     for n, vm_id in enumerate(queue):
         vm = dc.pending[vm_id]
-        pool = candidates_by_class.get(vm.gpu_class, []) if vm.gis else all_pms
+        pool = _pool(candidates_by_class, vm) if vm.gis else all_pms
         fit = [j for j in pool if dc.is_active(j) and fits_counts(dc, vm, j)]
         fit.sort(key=lambda j: (dc.vm_count(j), j))
         if not fit:
@@ -165,7 +170,7 @@ def select_admission(
         force = not pending and n == len(rejected)
         if b.take_pending(fit[0], force):
             pending.append(vm_id)
-            classes.add(vm.gpu_class)
+            classes.update(vm.gpu_classes)
         for j in fit[1:]:
             if b.full:
                 break
@@ -200,6 +205,13 @@ def select_admission(
     if spare is not None and not b.full:
         b.add(spare)
     return Neighborhood(tuple(b.pms), tuple(pending), tuple(rejected), "admission")
+
+
+def _pool(candidates_by_class: dict[str, list[int]], vm: VmSpec) -> list[int]:
+    """The candidate PMs of every class the VM may run on, in data-center order."""
+    if not vm.alternatives:
+        return candidates_by_class.get(vm.gpu_class, [])
+    return sorted({j for h in vm.gpu_classes for j in candidates_by_class.get(h, ())})
 
 
 def source_worth_emptying(dc: DataCenter, j: int, weights: Weights) -> bool:
@@ -339,7 +351,7 @@ def select_random(
         nb = select_admission(dc, queue[:1], Bounds(1, bounds.n_max, bounds.bound, 1), locked)
         if not nb.pending:
             return nb
-        classes = {dc.pending[queue[0]].gpu_class}
+        classes = set(dc.pending[queue[0]].gpu_classes)
         kind = "admission"
     else:
         nb = Neighborhood((), (), (), "consolidation", gpu_class)

@@ -1,47 +1,37 @@
-"""`origamig solve` as a library call: choose the neighborhood, decide, report the outcome.
+"""`origamig solve` as a library call: the calls of a goal, one plan for their end state, the outcome.
 
-The decision is the one every OrigaMIG call makes (`decision.decide`, docs/policies.md#decision):
-restricted BILP, plan, and Eq. (5) of the solver's placement minus the plan's parking cost must beat
-Eq. (5) of the current placement strictly, else nothing changes. The outcome reports Eq. (5) over the
-whole snapshot (the part outside the neighborhood adds the same constant to both sides). Its
-`placement` is the state after the plan — the input state when the status is `unchanged` or
-`plan_infeasible` — and it is checked by the independent checker before it is returned.
+There is one path: the calls (`successive.run_calls`: Algorithm 1's neighborhoods one after another,
+or one scope given by hand; a single call is a sequence of one), each decided as every OrigaMIG call
+is (`decision.decide`), then one plan from the snapshot's state to the calls' end state with the
+moves nobody needs dropped (`final_plan.final_plan`), then a verdict for every pending VM that is not
+admitted (`reasons`). The outcome reports Eq. (5) over the whole snapshot under the goal's weights;
+its `placement` is the state after the plan, checked by the independent checker before it is
+returned.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from origamig.bilp import Limits, RegionSolution, SolveResult
-from origamig.bilp.backends.base import GAP_LIMIT, GUARD_KILLED, INTERRUPTED, TIME_LIMIT, WORK_LIMIT
-from origamig.call.decision import Decision, Status, decide
-from origamig.call.neighborhood import (
-    Bounds,
-    Neighborhood,
-    derived_bounds,
-    select_admission,
-    select_consolidation,
-)
+from origamig.bilp import Limits, RegionSolution
+from origamig.call import reasons
+from origamig.call.decision import Decision, Status, parking_cost
+from origamig.call.final_plan import final_plan
+from origamig.call.goals import DEFAULT_GOAL, CallWeights, Goal, goal_of
+from origamig.call.neighborhood import Bounds, derived_bounds
 from origamig.call.successive import Call, CallOptions, CallSequence, first_status, run_calls
-from origamig.call.why_waiting import not_admitted_reason
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import Placement, PmSpec, Weights
 from origamig.errors import UserError
-from origamig.judge.check import check_placement
-from origamig.judge.fit import no_fit_reason
+from origamig.judge.check import check_placement, moves_refused
 from origamig.judge.objective import Objective, evaluate
-from origamig.plan.executor import chain_plans
 from origamig.plan.explain import MoveNote, explain
 from origamig.plan.steps import DEFAULT_BANDWIDTH_GBIT_S, Plan, PowerOff
 from origamig.snapshot.document import Snapshot, placement_json, snapshot_document
 from origamig.wording import count
-
-FITS_NO_PM = "fits no PM even when empty"
-OUTRIGHT = "left out by Algorithm 1 (its count test found no PM for it); try --neighborhood all"
-
 
 NO_GOOD_LIMIT = 5  # re-solves per call after a target whose moves have no valid order
 
@@ -52,12 +42,12 @@ class NeighborhoodError(UserError):
 
 @dataclass(frozen=True)
 class SolveScope:
-    """The PMs and pending VMs one solve optimizes, and how they were chosen."""
+    """The PMs and pending VMs the calls optimized, and how they were chosen."""
 
     mode: str  # all | auto | list
     pms: tuple[int, ...]
     pending: tuple[str, ...]
-    rejected: tuple[str, ...] = ()  # pending VMs Algorithm 1 rejects outright (fit no PM even empty)
+    rejected: tuple[str, ...] = ()  # pending VMs Algorithm 1 rejects outright (fit no PM by counts)
     note: str = ""
 
 
@@ -65,20 +55,21 @@ class SolveScope:
 class Outcome:
     """What `origamig solve` reports; `to_json()` is the solve document (docs/formats.md#solve-document).
 
-    The objectives here cover the whole snapshot (`decision` judges the neighborhood only; the rest
-    adds the same constant to both sides), so `gain` is the decision's gain.
+    The objectives cover the whole snapshot, under the weights the goal reports with
+    (`goals.CallWeights.consolidation`): the calls judge their neighborhoods only, and the rest adds
+    the same constant to both sides.
     """
 
     status: Status
     scope: SolveScope
     admitted: tuple[str, ...]
     rejected: tuple[str, ...]
-    waiting: tuple[str, ...]  # pending VMs outside this call (auto neighborhoods)
+    waiting: tuple[str, ...]
     before: Objective
     after: Objective  # of the output state
-    proposed: Objective | None  # of the solver's placement
+    proposed: Objective | None  # of the calls' end state (of the first solution when none applied)
     parking_cost: float
-    solution: RegionSolution | None
+    solution: RegionSolution | None  # the first call's
     plan: Plan | None
     infeasible_reason: str | None
     placement: Mapping[str, Placement]  # the output state (every running VM)
@@ -86,20 +77,23 @@ class Outcome:
     reasons: Mapping[str, str] = field(default_factory=dict)  # why each rejected or waiting VM is so
     note: str = ""  # the status in one sentence (what happened, and what it means for the state)
     moves: tuple[MoveNote, ...] = ()  # each migrate/start of the plan: from where to where, and why
-    calls: tuple[Call, ...] = ()  # the successive calls made (empty for a single call)
+    calls: tuple[Call, ...] = ()  # the calls made, in order
+    goal: Goal = DEFAULT_GOAL
+    dropped: tuple[str, ...] = ()  # VMs whose moves the calls made and nobody needed (put back)
+    direct: bool = True  # the plan was made in one go (else: the calls' plans one after another)
 
     @property
     def gain(self) -> float:
-        return (self.proposed.value - self.parking_cost - self.before.value) if self.proposed else 0.0
+        return (self.after.value - self.parking_cost - self.before.value) if self.plan else 0.0
 
     def to_json(self) -> dict[str, Any]:
         """The `solve --json` document: status, admitted/rejected/waiting, objective, solver, plan,
-        plan_cost, plan_infeasible_reason, placement and neighborhood."""
-        many = len(self.calls) > 1
-        solver = _calls_solver_json(self.calls) if many else _solver_json(self.solution)
+        plan_cost, plan_infeasible_reason, placement, neighborhood and calls."""
+        solver = _calls_solver_json(self.calls) if len(self.calls) > 1 else _solver_json(self.solution)
         return {
             "status": self.status,
             "status_reason": self.note,
+            "goal": self.goal,
             "admitted": list(self.admitted),
             "rejected": list(self.rejected),
             "waiting": list(self.waiting),
@@ -117,6 +111,7 @@ class Outcome:
             "solver": solver,
             "plan": self.plan.to_json() if self.plan else [],
             "moves": [m.to_dict() for m in self.moves],
+            "dropped_moves": list(self.dropped),
             "plan_cost": self.plan.cost.to_dict() if self.plan else None,
             "plan_infeasible_reason": self.infeasible_reason,
             "placement": placement_json(self.pms_out, self.placement),
@@ -130,14 +125,13 @@ class Outcome:
         }
 
 
-def choose_scope(dc: DataCenter, spec: str, weights: Weights) -> SolveScope:
-    """`all`, `auto` (Algorithm 1: admission if VMs are pending, else consolidation of the class
-    with the largest Γ_h ≥ 1) or a comma-separated list of PM ids."""
-    pending = tuple(dc.pending)
-    if spec == "all":
-        return SolveScope("all", tuple(range(len(dc.pms))), pending)
+def scope_pms(dc: DataCenter, spec: str) -> tuple[str, tuple[int, ...] | None]:
+    """The mode and PMs of `--neighborhood`: `auto` (Algorithm 1's, None), `all`, or a
+    comma-separated list of PM ids (`NeighborhoodError` naming any unknown id)."""
     if spec == "auto":
-        return _auto_scope(dc, weights)
+        return "auto", None
+    if spec == "all":
+        return "all", tuple(range(len(dc.pms)))
     ids = [s.strip() for s in spec.split(",") if s.strip()]
     unknown = [s for s in ids if s not in dc.index]
     if unknown or not ids:
@@ -146,31 +140,7 @@ def choose_scope(dc: DataCenter, spec: str, weights: Weights) -> SolveScope:
             [f"--neighborhood: {s!r} is not a PM id (PMs: {known})" for s in unknown]
             or ["--neighborhood: give auto, all, or a comma-separated list of PM ids"]
         )
-    return SolveScope("list", tuple(dict.fromkeys(dc.index[s] for s in ids)), pending)
-
-
-def _auto_scope(dc: DataCenter, weights: Weights) -> SolveScope:
-    bounds = Bounds(*derived_bounds(dc.pms))  # the paper's 16 PMs / 64 VMs on 2-GPU servers
-    if dc.pending:
-        nb = select_admission(dc, list(dc.pending), bounds)
-        note = "Algorithm 1 admission neighborhood"
-        return SolveScope("auto", nb.pms, nb.pending, nb.rejected, note)
-    gammas = sorted(((dc.gamma(h), h) for h in dc.classes), key=lambda t: (-t[0], t[1]))
-    for gamma, h in gammas:
-        if gamma < 1:
-            break
-        nb = select_consolidation(dc, h, weights, bounds)
-        if nb.pms:
-            return SolveScope(
-                "auto", nb.pms, (), (), f"Algorithm 1 consolidation neighborhood of class {h} (Γ_h={gamma})"
-            )
-    return SolveScope("auto", (), (), (), "no pending VM and no class with Γ_h ≥ 1 worth a call")
-
-
-def _single_neighborhood(scope: SolveScope) -> Neighborhood:
-    """The one call's neighborhood; its kind is `all` / `list` for a `--neighborhood` given by hand."""
-    kind = ("admission" if scope.pending else "consolidation") if scope.mode == "auto" else scope.mode
-    return Neighborhood(scope.pms, scope.pending, scope.rejected, kind)
+    return "list", tuple(dict.fromkeys(dc.index[s] for s in ids))
 
 
 def solve_snapshot(
@@ -180,236 +150,191 @@ def solve_snapshot(
     limits: Limits = Limits(),  # noqa: B008 — frozen record
     neighborhood: str = "auto",
     calls: int | None = None,
-    consolidation_rounds: int = 1,
+    goal: Goal | str = DEFAULT_GOAL,
     no_good_limit: int = NO_GOOD_LIMIT,
     bandwidth_gbit_s: float = DEFAULT_BANDWIDTH_GBIT_S,
     bound_alongside: bool = False,
 ) -> Outcome:
-    """Optimize `snap` and decide; never mutates `snap`.
+    """Optimize `snap` for `goal` and decide; never mutates `snap`.
 
-    With `neighborhood="auto"` and `calls` ≠ 1: successive calls (`successive.run_calls`, at most
-    `calls`), admission first, then up to `consolidation_rounds` rounds of consolidation calls.
-    Otherwise one call (`decision.decide`) on the chosen scope. A target whose moves have no valid
-    order is excluded and solved again up to `no_good_limit` times per call. `bound_alongside`: each
-    call's LP bound runs while its solver already solves (`decision.decide`), for a one-shot process."""
-    w = weights or snap.weights
+    `weights` (default: the snapshot's) are the goal's base (docs/solving.md#goals). With
+    `neighborhood="auto"`, calls on Algorithm 1's neighborhoods; with `all` or a list of PM ids,
+    calls on those PMs. At most `calls` calls. A target whose moves have no valid order is excluded
+    and solved again up to `no_good_limit` times per call. `bound_alongside`: each call's LP bound
+    runs while its solver already solves (`decision.decide`), for a one-shot process."""
+    goal_weights = CallWeights(goal_of(goal), weights or snap.weights)
     dc = snap.datacenter()
-    if neighborhood == "auto" and calls != 1:
-        options = CallOptions(no_good_limit, bandwidth_gbit_s, bound_alongside)
-        return _solve_successive(snap, dc, w, solver, limits, calls, consolidation_rounds, options)
-    scope = choose_scope(dc, neighborhood, w)
-    if not consolidation_rounds and not scope.pending:
-        scope = SolveScope(
-            scope.mode, (), (), scope.rejected, "no pending VM, and the goal is admission only"
-        )
-    current = dict(dc.placement)
-    vms = dict(snap.vms)
-    before = evaluate(dc.pms, vms, current, current, w)
-    unchanged = Outcome(
-        status=Status.UNCHANGED,
-        scope=scope,
-        admitted=(),
-        rejected=(),
-        waiting=(),
-        before=before,
-        after=before,
-        proposed=None,
-        parking_cost=0.0,
-        solution=None,
-        plan=None,
-        infeasible_reason=None,
-        placement=current,
-        pms_out=snap.pms,
-    )
-    if not scope.pms and not scope.pending:
-        return _with_pending(snap, unchanged, None, f"nothing to optimize: {scope.note}")
-    decision = decide(
-        dc,
-        scope.pms,
-        scope.pending,
-        w,
-        solver,
-        limits,
-        no_good_limit,
-        bandwidth_gbit_s,
-        bound_alongside=bound_alongside,
-    )
-    sol = decision.solution
-    proposed_placement = {**current, **sol.target}
-    tried = replace(
-        unchanged,
-        status=decision.status,
-        proposed=evaluate(dc.pms, vms, proposed_placement, current, w),
-        parking_cost=decision.parking_cost,
-        solution=sol,
-        calls=(Call(_single_neighborhood(scope), decision),),
-    )
-    if decision.status is Status.PLAN_INFEASIBLE:
-        tried = replace(tried, infeasible_reason=decision.reason)
-    if decision.plan is None or not decision.applied:
-        return _with_pending(snap, tried, decision, _status_note(tried, decision))
-    plan = decision.plan
-    final = dict(plan.final_placement) or proposed_placement
-    off = {s.pm for s in plan.steps if isinstance(s, PowerOff)}
-    hosts = {pl.pm for pl in final.values()}
-    outcome = replace(
-        tried,
-        status=Status.IMPROVED,
-        admitted=tuple(v for v in scope.pending if v in final),
-        after=evaluate(dc.pms, vms, final, current, w),
-        plan=plan,
-        placement=final,
-        pms_out=tuple(
-            replace(pm, powered_off=(pm.id in off or pm.powered_off) and j not in hosts)
-            for j, pm in enumerate(snap.pms)
-        ),
-        moves=explain(dc, plan, final),
-    )
-    outcome = _with_pending(snap, outcome, decision, _status_note(outcome, decision))
-    _guard(snap, outcome)
-    return outcome
-
-
-def _solve_successive(
-    snap: Snapshot,
-    dc: DataCenter,
-    w: Weights,
-    solver: str,
-    limits: Limits,
-    calls: int | None,
-    consolidation_rounds: int,
-    options: CallOptions,
-) -> Outcome:
-    """Successive calls from `dc` (the snapshot's state), their plans chained into one."""
-    bounds = Bounds(*derived_bounds(dc.pms))
+    mode, pms = scope_pms(dc, neighborhood)
     seq = run_calls(
         dc,
-        w,
-        bounds,
+        goal_weights,
+        Bounds(*derived_bounds(dc.pms)),
         solver,
         limits,
         max_calls=calls,
-        consolidation_rounds=consolidation_rounds,
-        options=options,
+        scope=pms,
+        scope_kind=mode,
+        options=CallOptions(no_good_limit, bandwidth_gbit_s, bound_alongside),
     )
-    current = dict(dc.placement)
+    outcome = _outcome(snap, dc, seq, goal_weights, mode, calls, bandwidth_gbit_s)
+    _guard(snap, dc, outcome)
+    return outcome
+
+
+def _outcome(
+    snap: Snapshot,
+    dc: DataCenter,
+    seq: CallSequence,
+    goal: CallWeights,
+    mode: str,
+    calls: int | None,
+    bandwidth: float,
+) -> Outcome:
+    """The outcome of the calls of `seq` made from `dc`, the snapshot's state."""
+    w = goal.consolidation(dc.pms)  # the goal's own trade-off: the report and the dropped moves
     vms = dict(snap.vms)
+    current = dict(dc.placement)
     before = evaluate(dc.pms, vms, current, current, w)
-    applied = seq.applied
-    final = dict(seq.final.placement)
-    plan = (
-        chain_plans(dc, [c.decision.plan for c in applied if c.decision.plan], seq.final) if applied else None
-    )
-    off = {s.pm for s in plan.steps if isinstance(s, PowerOff)} if plan else set()
-    hosts = {pl.pm for pl in final.values()}
-    pms = tuple(dict.fromkeys(j for c in seq.calls for j in c.neighborhood.pms))
-    kinds = [c.neighborhood.kind for c in seq.calls]
-    note = (
-        f"{len(kinds)} calls ({kinds.count('admission')} admission, {kinds.count('consolidation')} "
-        "consolidation), each on an Algorithm 1 neighborhood of the state the previous one left"
-    )
-    scope = SolveScope("auto", pms, tuple(seq.tried), seq.outright, note)
-    status = first_status(seq.calls)
+    plan: Plan | None = None
+    placement: dict[str, Placement] = current
+    dropped: tuple[str, ...] = ()
+    direct = True
+    if seq.applied:
+        call_plans = [c.decision.plan for c in seq.applied if c.decision.plan is not None]
+        fp = final_plan(dc, seq.final, call_plans, w, bandwidth)
+        placement, dropped, direct = {**current, **fp.target}, fp.dropped, fp.direct
+        plan = fp.plan if fp.target else None  # every move dropped and nothing admitted: no plan
     first = seq.calls[0].decision if seq.calls else None
-    after = evaluate(dc.pms, vms, final, current, w)
+    proposed = _proposed(dc, vms, seq, first, w, current)
+    off = {s.pm for s in plan.steps if isinstance(s, PowerOff)} if plan else set()
+    hosts = {pl.pm for pl in placement.values()}
+    status = Status.UNCHANGED if seq.applied and plan is None else first_status(seq.calls)
+    scope = SolveScope(
+        mode,
+        tuple(dict.fromkeys(j for c in seq.calls for j in c.neighborhood.pms)),
+        tuple(seq.tried),
+        seq.outright,
+        _scope_note(mode, seq),
+    )
     outcome = Outcome(
         status=status,
         scope=scope,
-        admitted=tuple(v for v in snap.pending if v in final),
+        admitted=tuple(v for v in snap.pending if v in placement),
         rejected=(),
         waiting=(),
         before=before,
-        after=after,
-        proposed=after if seq.calls else None,
-        parking_cost=sum(c.decision.parking_cost for c in applied),
+        after=evaluate(dc.pms, vms, placement, current, w),
+        proposed=proposed,
+        parking_cost=_parking(plan, dc, w),
         solution=first.solution if first else None,
         plan=plan,
         infeasible_reason=first.reason if first and status is Status.PLAN_INFEASIBLE else None,
-        placement=final,
+        placement=placement,
         pms_out=tuple(
             replace(pm, powered_off=(pm.id in off or pm.powered_off) and j not in hosts)
             for j, pm in enumerate(snap.pms)
         ),
-        moves=explain(dc, plan, final) if plan else (),
+        moves=explain(dc, plan, placement) if plan else (),
         calls=seq.calls,
+        goal=goal.goal,
+        dropped=dropped,
+        direct=direct,
     )
-    outcome = _sequence_pending(snap, outcome, seq, w, calls)
-    _guard(snap, outcome)
-    return outcome
+    outcome = _with_verdicts(snap, dc, outcome, seq, goal, calls)
+    return replace(outcome, note=_note(outcome, seq))
 
 
-def _sequence_note(out: Outcome, seq: CallSequence) -> str:
-    """What the calls did, in one sentence."""
+def _proposed(
+    dc: DataCenter,
+    vms: Mapping[str, Any],
+    seq: CallSequence,
+    first: Decision | None,
+    w: Weights,
+    current: Mapping[str, Placement],
+) -> Objective | None:
+    """Eq. (5) of the calls' end state, or, when no call applied a plan, of the first solution."""
+    if seq.applied:
+        return evaluate(dc.pms, vms, seq.final.placement, current, w)
+    if first is None or first.status is Status.SOLVER_ERROR:
+        return None
+    return evaluate(dc.pms, vms, {**current, **first.solution.target}, current, w)
+
+
+def _parking(plan: Plan | None, dc: DataCenter, w: Weights) -> float:
+    return parking_cost(plan, dc.vms, w) if plan is not None else 0.0
+
+
+def _scope_note(mode: str, seq: CallSequence) -> str:
+    kinds = [c.neighborhood.kind for c in seq.calls]
+    if mode != "auto":
+        return f"{count(len(kinds), 'call')} on the servers given"
+    return (
+        f"{count(len(kinds), 'call')} ({kinds.count('admission')} admission, {kinds.count('consolidation')} "
+        "consolidation), each on an Algorithm 1 neighborhood of the state the previous one left"
+    )
+
+
+def _with_verdicts(
+    snap: Snapshot, dc: DataCenter, out: Outcome, seq: CallSequence, goal: CallWeights, calls: int | None
+) -> Outcome:
+    """`out` with each pending VM that is not admitted sorted into rejected (certain) or waiting,
+    with its reason (`reasons`), judged on the output state."""
+    end = dc.copy()
+    end.apply_placement({v: pl for v, pl in out.placement.items() if dc.placement.get(v) != pl})
+    rejected: list[str] = []
+    waiting: list[str] = []
+    why: dict[str, str] = {}
+    for v in snap.pending:
+        if v in out.admitted:
+            continue
+        verdict = reasons.fits_nowhere(snap.pms, snap.vms[v]) or _verdict(end, snap, seq, goal, calls, v)
+        (rejected if verdict.rejected else waiting).append(v)
+        why[v] = verdict.reason
+    return replace(out, rejected=tuple(rejected), waiting=tuple(waiting), reasons=why)
+
+
+def _verdict(
+    end: DataCenter, snap: Snapshot, seq: CallSequence, goal: CallWeights, calls: int | None, v: str
+) -> reasons.Verdict:
+    if v in seq.outright:
+        return reasons.Verdict(False, reasons.OUTRIGHT)
+    if v not in seq.tried:
+        return reasons.Verdict(False, f"outside the call budget (--calls {calls}): no call reached it")
+    call = seq.calls[seq.tried[v]]
+    region = "the whole cluster" if call.neighborhood.kind == "all" else "its call"
+    return reasons.of_call(
+        end,
+        snap.vms[v],
+        call.decision,
+        call.weights,
+        len(call.neighborhood.pms),
+        goal.admits_first,
+        region,
+    )
+
+
+def _note(out: Outcome, seq: CallSequence) -> str:
+    """What the calls did, in one sentence (the `status_reason` of the solve document)."""
     n = len(out.admitted + out.rejected + out.waiting)
     head = f"admitted {len(out.admitted)} of {n} pending" if n else "no pending VM"
     if out.status is Status.IMPROVED:
-        gain = f"gain {out.gain:+g} after a parking cost of {out.parking_cost:g}"
-        return f"{head}; {gain} over {count(len(seq.calls), 'call')}"
+        calls = count(len(seq.calls), "call")
+        note = f"{head}; gain {out.gain:+g} after a parking cost of {out.parking_cost:g} over {calls}"
+        unproved = [
+            c.decision.solution.result for c in seq.calls if not c.decision.solution.result.proved_optimal
+        ]
+        if unproved:
+            note += f"; not proved optimal: {reasons.stop_words(unproved[0])}, so a better plan may exist"
+        return note
     if not seq.calls:
         return "nothing to optimize: no pending VM that fits and no class with Γ_h ≥ 1 worth a call"
-    first = seq.calls[0].decision
-    return f"{head}; {_status_note(out, first)}"
+    return f"{head}; {_call_note(seq.calls[0].decision)}"
 
 
-def _sequence_pending(
-    snap: Snapshot, out: Outcome, seq: CallSequence, w: Weights, calls: int | None
-) -> Outcome:
-    """Rejected (certain) and waiting pending VMs of a call sequence, each with its reason."""
-
-    def why(v: str) -> tuple[bool, str]:
-        if v in seq.outright:
-            return False, OUTRIGHT
-        if v not in seq.tried:
-            return False, f"outside the call budget (--calls {calls}): no call reached it"
-        call = seq.calls[seq.tried[v]]
-        d = call.decision
-        res = d.solution.result
-        if d.status is Status.SOLVER_ERROR:
-            return False, f"the solver failed in its call: {d.reason}"
-        if d.status is Status.PLAN_INFEASIBLE:
-            return False, (
-                f"every solution found for its call has no valid migration order ({d.no_goods} "
-                f"excluded and solved again): {d.reason}"
-            )
-        if v in d.solution.target:
-            return (
-                False,
-                "admitted by its call's solution, whose plan is not strictly better once parking is counted",
-            )
-        if res.proved_optimal:
-            return True, not_admitted_reason(seq.final, snap.vms[v], w, len(call.neighborhood.pms))
-        return False, f"not admitted by its call's solution, not proved optimal ({_stop_words(res)})"
-
-    counted = _sort_pending(snap, out, why, "")
-    return replace(counted, note=_sequence_note(counted, seq))
-
-
-# Terminations of a solve that stopped at a limit, without proof, in words.
-STOPPED_AT = {
-    TIME_LIMIT: "its time limit",
-    INTERRUPTED: "its time limit",
-    WORK_LIMIT: "its work limit",
-    GAP_LIMIT: "its gap limit",
-}
-
-
-def _stop_words(res: SolveResult) -> str:
-    words = STOPPED_AT.get(res.termination, f"termination {res.termination!r}")
-    if res.guard == GUARD_KILLED:
-        words += " (its process was ended at the deadline)"
-    gap = "unknown" if res.gap is None else f"{100 * res.gap:.2f}%"
-    return f"the solver stopped at {words} after {res.wall_s:.1f} s without proving optimality (gap {gap})"
-
-
-def _status_note(out: Outcome, decision: Decision) -> str:
-    """What happened, in one sentence (the `status_reason` of the solve document)."""
+def _call_note(decision: Decision) -> str:
+    """What a call that applied nothing found, in one phrase."""
     res = decision.solution.result
     stays = "; the state stays as it is"
-    if decision.status is Status.IMPROVED:
-        note = f"gain {out.gain:+g} after a parking cost of {out.parking_cost:g}"
-        if not res.proved_optimal:
-            note += f"; not proved optimal: {_stop_words(res)}, so a better plan may exist"
-        return note
     if decision.no_goods:
         stays += (
             f" ({decision.no_goods} solution(s) excluded first: their moves have no valid order;"
@@ -419,69 +344,14 @@ def _status_note(out: Outcome, decision: Decision) -> str:
         if not decision.changed:
             return "the proved optimum keeps every VM where it is" + stays
         return (
-            f"the proved optimum is not strictly better once parking is counted (gain {out.gain:+g})" + stays
+            "the proved optimum is not strictly better once parking is counted "
+            f"(gain {decision.gain or 0:+g})" + stays
         )
     if decision.status is Status.STOPPED_AT_LIMIT:
-        return f"{_stop_words(res)} and found nothing strictly better" + stays
+        return f"{reasons.stop_words(res)} and found nothing strictly better" + stays
     if decision.status is Status.SOLVER_ERROR:
-        return f"the solver failed: {decision.reason}" + stays
+        return f"the solver failed: {decision.reason.removeprefix('solver failed: ')}" + stays
     return f"no valid migration order: {decision.reason}" + stays
-
-
-def _with_pending(snap: Snapshot, out: Outcome, decision: Decision | None, note: str) -> Outcome:
-    """Sort the pending VMs that are not admitted into rejected and waiting, each with its reason.
-
-    Rejected means certain: the VM fits no PM even when that PM is empty, or the solver *proved*
-    that the optimum of this neighborhood does not admit it. Every other one waits."""
-    res = decision.solution.result if decision is not None else None
-    target = decision.solution.target if decision is not None else {}
-    region = "the whole cluster" if out.scope.mode == "all" else "this neighborhood"
-    proved = res is not None and res.proved_optimal and out.status is not Status.SOLVER_ERROR
-
-    def why(v: str) -> tuple[bool, str]:
-        if v in out.scope.pending and proved and v not in target:
-            reason = f"not admitted by the proved optimum of {region}"
-            if decision is not None and decision.no_goods:
-                reason += (
-                    f" once the {decision.no_goods} solution(s) whose moves have no valid order are excluded"
-                )
-            return True, reason
-        return False, _waiting_reason(v, out, decision, target)
-
-    return _sort_pending(snap, out, why, note)
-
-
-def _sort_pending(snap: Snapshot, out: Outcome, why: Callable[[str], tuple[bool, str]], note: str) -> Outcome:
-    """`out` with its pending VMs that are not admitted sorted: rejected (certain) when they fit no
-    PM even empty or when `why(v)` says certain, else waiting; each with its reason."""
-    admitted = set(out.admitted)
-    rejected: list[str] = []
-    waiting: list[str] = []
-    reasons: dict[str, str] = {}
-    for v in snap.pending:
-        if v in admitted:
-            continue
-        unfit = no_fit_reason(snap.pms, snap.vms[v])
-        certain, reasons[v] = (True, f"{FITS_NO_PM}: {unfit}") if unfit is not None else why(v)
-        (rejected if certain else waiting).append(v)
-    return replace(out, rejected=tuple(rejected), waiting=tuple(waiting), reasons=reasons, note=note)
-
-
-def _waiting_reason(v: str, out: Outcome, decision: Decision | None, target: Mapping[str, Placement]) -> str:
-    if v not in out.scope.pending:
-        if v in out.scope.rejected:
-            return OUTRIGHT
-        return "outside this call's neighborhood"
-    if decision is None:
-        return "nothing was solved"
-    res = decision.solution.result
-    if out.status is Status.SOLVER_ERROR:
-        return f"the solver failed: {decision.reason}"
-    if out.status is Status.PLAN_INFEASIBLE:
-        return "the solution found has no valid migration order"
-    if v in target and out.status is not Status.IMPROVED:
-        return "admitted by the solution, whose plan is not strictly better once parking is counted"
-    return f"not admitted by the solution, which is not proved optimal ({_stop_words(res)})"
 
 
 def _solver_json(sol: RegionSolution | None) -> dict[str, Any]:
@@ -495,7 +365,7 @@ def _solver_json(sol: RegionSolution | None) -> dict[str, Any]:
         "bound": _num(res.bound) if res else None,
         "gap": res.gap if res else None,
         "wall_s": res.wall_s if res else 0.0,
-        "stopped_at_limit": bool(res and res.termination in STOPPED_AT),
+        "stopped_at_limit": bool(res and res.termination in reasons.STOPPED_AT),
         "guard": res.guard if res else "",
         "reason": res.reason if res else "",
         "winner": res.winner if res else "",
@@ -519,7 +389,7 @@ def _calls_solver_json(calls: tuple[Call, ...]) -> dict[str, Any]:
         "bound": None,
         "gap": None,
         "wall_s": sum(r.wall_s for r in results),
-        "stopped_at_limit": any(r.termination in STOPPED_AT for r in results),
+        "stopped_at_limit": any(r.termination in reasons.STOPPED_AT for r in results),
         "guard": first.guard,
         "reason": first.reason,
         "winner": ",".join(sorted({r.winner for r in results if r.winner})),
@@ -534,7 +404,7 @@ def _call_json(pms: tuple[PmSpec, ...], call: Call) -> dict[str, Any]:
         "gpu_class": nb.gpu_class,
         "pms": [pms[j].id for j in nb.pms],
         "pending": list(nb.pending),
-        "admitted": [v for v in nb.pending if d.applied and v in d.changed],
+        "admitted": list(call.admitted),
         "status": d.status,
         "reason": d.reason,
         "no_goods": d.no_goods,
@@ -542,9 +412,11 @@ def _call_json(pms: tuple[PmSpec, ...], call: Call) -> dict[str, Any]:
     }
 
 
-def _guard(snap: Snapshot, outcome: Outcome) -> None:
-    """The output state must pass the independent checker; anything else is a bug, not user error."""
+def _guard(snap: Snapshot, dc: DataCenter, outcome: Outcome) -> None:
+    """The output state must pass the independent checker and move no VM the cluster forbids to
+    move; anything else is a bug, not user error."""
     violations = check_placement(outcome.pms_out, snap.vms, outcome.placement)
+    violations += moves_refused(snap.vms, dc.placement, outcome.placement, snap.intra_pm_moves)
     if violations:
         lines = "; ".join(str(v) for v in violations[:5])
         raise RuntimeError(f"internal error: the solution breaks constraints: {lines}")

@@ -1,16 +1,22 @@
 """Successive calls: admit every pending VM that can be admitted, then consolidate (docs/solving.md).
 
-One OrigaMIG call optimizes one Algorithm 1 neighborhood (`neighborhood.py`), so it can admit only
-the pending VMs of that neighborhood. `run_calls` makes admission calls one after another, each on
-a neighborhood built by Algorithm 1 from the state the previous applied plan leaves and for the
-pending VMs still queued, until every pending VM is admitted or retired; then up to
-`consolidation_rounds` rounds of consolidation calls (one per GPU class with Γ_h ≥ 1, largest Γ_h
-first; the rounds stop once one changes nothing).
-Each call is decided as every call is (`decision.decide`: applied only when strictly better) and its
-plan starts where the previous one ends, so the plans chain into one always-valid plan
-(`executor.chain_plans`). A call that admits some of its pending VMs leaves the others queued; one
-that admits none retires them. So every call admits or retires at least one VM, there are at most
-(pending VMs) admission calls, and `max_calls` bounds the total.
+One OrigaMIG call optimizes one neighborhood, so it can admit only the pending VMs of that
+neighborhood. `run_calls` makes admission calls one after another, each on a neighborhood built by
+Algorithm 1 (`neighborhood.py`) from the state the previous applied plan leaves and for the pending
+VMs still queued, until every pending VM is admitted or retired. Under a goal that admits first
+(`goals.CallWeights.admits_first`), a retired VM that fits some server as the cluster now is gets
+one more call, on that server. Then up to `rounds` rounds of consolidation calls follow (one per GPU
+class with Γ_h ≥ 1, largest Γ_h first; the rounds stop once one changes nothing).
+
+With a `scope` (the PMs `--neighborhood all` or a list names), every call runs on those PMs: one
+call for a goal that trades admission against cost (`paper`, `consolidate`), else an admission call
+for every pending VM and then the consolidation rounds.
+
+Each call decides as every call does (`decision.decide`: applied only when strictly better) with
+the weights its goal gives its kind of call, and starts from the state the previous applied call
+left. A call that admits some of its pending VMs leaves the others queued; one that admits none
+retires them. So every admission call admits or retires at least one VM, there are at most
+(pending VMs) of them plus the retries, and `max_calls` bounds the total.
 """
 
 from __future__ import annotations
@@ -20,9 +26,11 @@ from dataclasses import dataclass
 
 from origamig.bilp import Limits
 from origamig.call.decision import Decision, Status, decide
+from origamig.call.goals import CallWeights
 from origamig.call.neighborhood import Bounds, Neighborhood, select_admission, select_consolidation
 from origamig.cluster.datacenter import DataCenter
-from origamig.cluster.records import Weights
+from origamig.cluster.records import VmSpec, Weights
+from origamig.judge.fit import fits_beside
 from origamig.plan.steps import DEFAULT_BANDWIDTH_GBIT_S
 
 
@@ -39,10 +47,17 @@ class CallOptions:
 
 @dataclass(frozen=True)
 class Call:
-    """One call of the sequence: its neighborhood and its decision (on the state before it)."""
+    """One call of the sequence: its neighborhood, the weights it decided with, its decision (on the
+    state before it)."""
 
     neighborhood: Neighborhood
     decision: Decision
+    weights: Weights
+
+    @property
+    def admitted(self) -> tuple[str, ...]:
+        d = self.decision
+        return tuple(v for v in self.neighborhood.pending if d.applied and v in d.changed)
 
 
 @dataclass(frozen=True)
@@ -60,87 +75,154 @@ class CallSequence:
         return tuple(c for c in self.calls if c.decision.applied)
 
 
+class _Run:
+    """The state the calls share: the state they change, the calls made, the budget."""
+
+    def __init__(
+        self,
+        dc: DataCenter,
+        goal: CallWeights,
+        solver: str,
+        limits: Limits,
+        options: CallOptions,
+        max_calls: int | None,
+    ) -> None:
+        self.state = dc.copy()
+        self.goal, self.solver, self.limits, self.options = goal, solver, limits, options
+        self.max_calls = max_calls
+        self.calls: list[Call] = []
+        self.tried: dict[str, int] = {}
+
+    def budget_left(self) -> bool:
+        return self.max_calls is None or len(self.calls) < self.max_calls
+
+    def call(self, nb: Neighborhood, weights: Weights) -> bool:
+        """Decide one call on the state; apply its plan to the state when it is applied."""
+        o = self.options
+        decision = decide(
+            self.state,
+            nb.pms,
+            nb.pending,
+            weights,
+            self.solver,
+            self.limits,
+            o.no_good_limit,
+            o.bandwidth_gbit_s,
+            bound_alongside=o.bound_alongside,
+        )
+        self.calls.append(Call(nb, decision, weights))
+        for v in nb.pending:
+            self.tried[v] = len(self.calls) - 1
+        if not decision.applied or decision.plan is None:
+            return False
+        final = decision.plan.final_placement
+        self.state.apply_placement({v: pl for v, pl in final.items() if self.state.placement.get(v) != pl})
+        return True
+
+    def admission(self, nb: Neighborhood) -> list[str]:
+        """One admission call; the pending VMs it admitted."""
+        self.call(nb, self.goal.admission(self.state, nb.pms))
+        return [v for v in nb.pending if v in self.state.placement]
+
+
 def run_calls(
     dc: DataCenter,
-    weights: Weights,
+    goal: CallWeights,
     bounds: Bounds,
     solver: str,
     limits: Limits,
     *,
     max_calls: int | None = None,
-    consolidation_rounds: int = 1,
+    scope: Sequence[int] | None = None,
+    scope_kind: str = "all",
     options: CallOptions = CallOptions(),
 ) -> CallSequence:
     """Admission calls until every pending VM is admitted or retired, then consolidation calls, each
-    decided with `options`."""
-    state = dc.copy()
-    calls: list[Call] = []
-    tried: dict[str, int] = {}
+    decided with the weights of `goal`; on the PMs of `scope` when given (kind `scope_kind`)."""
+    run = _Run(dc, goal, solver, limits, options, max_calls)
+    if scope is not None:
+        queue = _scoped(run, tuple(dict.fromkeys(scope)), scope_kind)
+        return CallSequence(tuple(run.calls), run.state, run.tried, (), tuple(queue))
     outright: list[str] = []
-    queue = list(state.pending)
-
-    def budget_left() -> bool:
-        return max_calls is None or len(calls) < max_calls
-
-    while queue and budget_left():
-        nb = select_admission(state, queue, bounds)
+    queue = list(run.state.pending)
+    retired: list[str] = []
+    while queue and run.budget_left():
+        nb = select_admission(run.state, queue, bounds)
         outright += [v for v in nb.rejected if v not in outright]
         queue = [v for v in queue if v not in nb.rejected]
         if not nb.pending:
             break
-        _call(state, nb, weights, solver, limits, options, calls)
-        for v in nb.pending:
-            tried[v] = len(calls) - 1
-        admitted = [v for v in nb.pending if v in state.placement]
+        admitted = run.admission(nb)
         # A call that admits some of its VMs leaves the others queued: the state changed, and the
         # next neighborhood is built for them on it. A call that admits none retires them all.
+        retired += [v for v in nb.pending if not admitted]
         queue = [v for v in queue if v not in (admitted or nb.pending)]
-    for _ in range(consolidation_rounds):
+    if goal.admits_first:
+        _second_chance(run, retired)
+    _consolidate(run, bounds)
+    return CallSequence(tuple(run.calls), run.state, run.tried, tuple(outright), tuple(queue))
+
+
+def _second_chance(run: _Run, retired: Sequence[str]) -> None:
+    """A retired VM that fits some server as the cluster now is (the arrival rule finds a place)
+    gets one call on that server: no VM that fits is turned away because its first call did not
+    hold the right servers."""
+    for v in retired:
+        if not run.budget_left() or v not in run.state.pending:
+            continue
+        j = fits_now(run.state, run.state.pending[v])
+        if j is not None:
+            run.admission(Neighborhood((j,), (v,), (), "admission"))
+
+
+def fits_now(dc: DataCenter, vm: VmSpec) -> int | None:
+    """The first PM (data-center order) where `vm` fits as the cluster is now — CPU, RAM and every GI
+    at a permitted start beside the GIs there (an exact search, `judge.fit`) — or None."""
+    for j in range(len(dc.pms)):
+        if dc.fits_resources(vm, j):
+            used = [dc.occupancy(j, k) for k in range(dc.gpu_count(j))]
+            if fits_beside(dc.pms[j], vm, used):
+                return j
+    return None
+
+
+def _consolidate(run: _Run, bounds: Bounds, scope: tuple[int, ...] | None = None) -> None:
+    """Up to `rounds` rounds of consolidation calls (on `scope`, or per class with Γ_h ≥ 1)."""
+    for _ in range(run.goal.rounds):
         changed = False
-        for h in _classes_worth_a_call(state):
-            if not budget_left():
-                break
-            nb = select_consolidation(state, h, weights, bounds)
-            if nb.pms:
-                changed |= _call(state, nb, weights, solver, limits, options, calls)
+        if scope is not None:
+            if run.budget_left():
+                weights = run.goal.consolidation(run.state.pms)
+                changed = run.call(Neighborhood(scope, (), (), "consolidation"), weights)
+        else:
+            for h in _classes_worth_a_call(run.state):
+                if not run.budget_left():
+                    break
+                nb = select_consolidation(run.state, h, run.goal.consolidation(run.state.pms), bounds)
+                if nb.pms:
+                    changed |= run.call(nb, run.goal.consolidation(run.state.pms))
         if not changed:
             break
-    return CallSequence(tuple(calls), state, tried, tuple(outright), tuple(queue))
+
+
+def _scoped(run: _Run, pms: tuple[int, ...], kind: str) -> list[str]:
+    """Calls on the PMs `pms` only; the pending VMs no call reached (budget spent)."""
+    pending = tuple(run.state.pending)
+    if not run.goal.admits_first:  # one call trades admission against everything else
+        if pms and run.budget_left():
+            run.call(Neighborhood(pms, pending, (), kind), run.goal.consolidation(run.state.pms))
+        return [] if run.calls else list(pending)
+    if pending and pms and run.budget_left():
+        run.admission(Neighborhood(pms, pending, (), kind))
+    if pms:
+        _consolidate(run, Bounds(), pms)
+    return [v for v in pending if v not in run.tried]
 
 
 def _classes_worth_a_call(dc: DataCenter) -> list[str]:
     """GPU classes with Γ_h ≥ 1 (an active GPU more than their slices need), largest Γ_h first."""
     gammas = sorted(((dc.gamma(h), h) for h in dc.classes), key=lambda t: (-t[0], t[1]))
     return [h for gamma, h in gammas if gamma >= 1]
-
-
-def _call(
-    state: DataCenter,
-    nb: Neighborhood,
-    weights: Weights,
-    solver: str,
-    limits: Limits,
-    options: CallOptions,
-    calls: list[Call],
-) -> bool:
-    """Decide one call on `state`; apply its plan to `state` when it is applied. True if applied."""
-    decision = decide(
-        state,
-        nb.pms,
-        nb.pending,
-        weights,
-        solver,
-        limits,
-        options.no_good_limit,
-        options.bandwidth_gbit_s,
-        bound_alongside=options.bound_alongside,
-    )
-    calls.append(Call(nb, decision))
-    if not decision.applied or decision.plan is None:
-        return False
-    final = decision.plan.final_placement
-    state.apply_placement({v: pl for v, pl in final.items() if state.placement.get(v) != pl})
-    return True
 
 
 def first_status(calls: Sequence[Call]) -> Status:

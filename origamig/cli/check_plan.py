@@ -16,6 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
+from origamig.cli.switches import INTRA_PM_HELP, Switch
 from origamig.cluster.records import GiSlot, Placement
 from origamig.errors import SnapshotError
 from origamig.files import LARGEST, quantity_problem
@@ -95,13 +96,17 @@ def check_plan(
         Path, typer.Argument(help="A list of steps, or a `solve --json` document.", show_default=False)
     ],
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    intra_pm_moves: Annotated[Switch | None, typer.Option("--intra-pm-moves", help=INTRA_PM_HELP)] = None,
 ) -> None:
     """Replay a migration plan step by step and report the first step that breaks a constraint."""
     snap = load_snapshot(snapshot)
     steps, target = _steps_and_target(read_json(plan), plan, snap)
     running = {v: snap.vms[v] for v in snap.placement}
     pending = {v: snap.vms[v] for v in snap.pending}
-    result = replay_plan(snap.pms, running, snap.placement, pending, steps, target=target)
+    intra = snap.intra_pm_moves if intra_pm_moves is None else intra_pm_moves is Switch.TRUE
+    result = replay_plan(
+        snap.pms, running, snap.placement, pending, steps, target=target, intra_pm_moves=intra
+    )
     if as_json:
         doc = {
             "ok": result.ok,

@@ -15,9 +15,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from origamig.call.goals import Goal, consolidation_rounds, goal_weights
+from origamig.call.goals import DEFAULT_GOAL, Goal
+from origamig.cli.switches import INTRA_PM_HELP, Switch
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import Weights
+from origamig.errors import UserError
 from origamig.files import check_quantities
 from origamig.judge.objective import Objective
 from origamig.plan.steps import DEFAULT_BANDWIDTH_GBIT_S
@@ -25,6 +27,7 @@ from origamig.snapshot.document import Snapshot, json_text, load_snapshot, write
 from origamig.solver_registry import DEFAULT_BACKEND, backend_names
 
 if TYPE_CHECKING:
+    from origamig.bilp import SolveResult
     from origamig.call.solve import Outcome
 
 
@@ -104,10 +107,16 @@ def solve(
         Goal,
         typer.Option(
             "--goal",
-            help="paper: the snapshot's weights; admit: admit the most with the fewest moves, nothing else"
-            " moves; consolidate: free servers (docs/solving.md#goals).",
+            help="balanced: admit every VM that fits with the fewest moves, then consolidate where the"
+            " weights say it pays; admit: the same admissions, nothing else moves; consolidate: free"
+            " servers; paper: the snapshot's weights for every call, a VM may be turned away for its"
+            " cost (docs/solving.md#goals).",
         ),
-    ] = Goal.PAPER,
+    ] = DEFAULT_GOAL,
+    intra_pm_moves: Annotated[
+        Switch | None,
+        typer.Option("--intra-pm-moves", help=INTRA_PM_HELP),
+    ] = None,
     calls: Annotated[
         int | None,
         typer.Option(
@@ -159,6 +168,7 @@ def solve(
 
     end_without_teardown()  # its files are written atomically before it returns; helpers end with us
     check_quantities({"--time-limit": time_limit, "--threads": threads})
+    check_destinations(snapshot, out, script)  # before anything is solved
     limits = make_limits(solver.value, time_limit, threads, deterministic)
     start_solver_helpers(solver.value, limits)  # they import their solver while this process reads
     for module in _AFTER_SOLVE:
@@ -166,8 +176,10 @@ def solve(
     from origamig.call.solve import solve_snapshot  # Pyomo and the planner: after the helpers start
 
     snap = load_snapshot(snapshot)
+    if intra_pm_moves is not None:
+        snap = replace(snap, intra_pm_moves=intra_pm_moves is Switch.TRUE)
     overrides = {"accept": accept, "pm": pm, "gpu": gpu, "free_start": free_start, "migration": migration}
-    weights = _weights(goal_weights(goal, snap.weights, snap.pms, len(snap.vms)), overrides)
+    weights = _weights(snap.weights, overrides)
     with _stdout_to_stderr():
         outcome = solve_snapshot(
             snap,
@@ -176,27 +188,61 @@ def solve(
             limits,
             neighborhood,
             calls=calls,
-            consolidation_rounds=consolidation_rounds(goal),
+            goal=goal,
             no_good_limit=no_good_cuts,
             bandwidth_gbit_s=bandwidth,
             bound_alongside=True,  # this process waits for the answer: the LP bound beside the solver
         )
     from origamig.cli.terminal import render_text, write_stdout
 
-    doc = outcome.to_json()
-    doc["summary"] = {"before": _state(snap, outcome, False), "after": _state(snap, outcome, True)}
+    summary = {"before": _state(snap, outcome, False), "after": _state(snap, outcome, True)}
     files = _files(snap, outcome, out, script)  # everything is rendered before anything is written
-    text = (
-        json_text(doc)
-        if as_json
-        else render_text([*_report(snapshot, snap, outcome, doc), *(f"wrote {p}" for p in files)])
-    )
+    if as_json:
+        text = json_text({**outcome.to_json(), "summary": summary})
+    else:
+        text = render_text([*_report(snapshot, snap, outcome, summary), *(f"wrote {p}" for p in files)])
     for path, (content, mode) in files.items():
         write_text_atomic(path, content, new_mode=mode)
     write_stdout(text)
     code = EXIT_CODES[outcome.status]
     if code:
         raise typer.Exit(code)
+
+
+def check_destinations(snapshot: Path, out: Path | None, script: Path | None) -> None:
+    """Refuse, before any work, destinations that cannot be written or that would overwrite one
+    another (`--out` and `--script` naming one file) or the input (`--script` naming the snapshot)."""
+    problems: list[str] = []
+    if out is not None and script is not None and _same_file(out, script):
+        problems.append(f"--script: {script} is also the --out file; give each its own file")
+    if script is not None and _same_file(script, snapshot):
+        problems.append(f"--script: {script} is the snapshot being solved; the script would overwrite it")
+    for option, path in (("--out", out), ("--script", script)):
+        problem = None if path is None else writable_problem(path)
+        if problem is not None:
+            problems.append(f"{option}: {path}: {problem}")
+    if problems:
+        raise UserError(problems)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist yet: compare where they would be
+        return a.resolve() == b.resolve()
+
+
+def writable_problem(path: Path) -> str | None:
+    """Why a file cannot be written at `path` (atomically: a new file in its folder, then a rename),
+    or None."""
+    folder = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        return "is a folder"
+    if not folder.is_dir():
+        return f"no folder {folder}"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"cannot write in the folder {folder} (permission denied)"
+    return None
 
 
 def _files(
@@ -251,32 +297,35 @@ def _packing(summary: dict[str, Any]) -> str:
     return f"{100 * used / active:.1f}%" if active else "—"
 
 
-def _report(path: Path, snap: Snapshot, out: Outcome, doc: dict[str, Any]) -> list[Any]:
-    """The text report of a solve, in operator words first (paper symbols in brackets)."""
+def _report(path: Path, snap: Snapshot, out: Outcome, summary: dict[str, Any]) -> list[Any]:
+    """The text report of a solve, from its outcome, in operator words first (paper symbols in
+    brackets)."""
     from rich.text import Text
 
     from origamig.plan.render import plan_table, text_table
 
-    nb = doc["neighborhood"]
     code = EXIT_CODES[out.status]
-    objective = doc["objective"]
     status = Text(
         f"status: {out.status}", style={"improved": "green", "unchanged": "yellow"}.get(out.status, "red")
     )
     status.append(
-        f": objective {objective['before']:g} → {objective['after']:g} ({out.note})"
+        f": objective {out.before.value:g} → {out.after.value:g} ({out.note})"
         + (f" (exit {code})" if code else "")
     )
+    scope = out.scope
     lines: list[Any] = [
         f"{path}: {len(snap.pms)} servers, {len(snap.placement)} running VMs, {len(snap.pending)} pending",
-        f"considered: {len(nb['pms'])} servers, {len(nb['pending'])} pending VMs ({nb['mode']}"
-        + (f"; {nb['note']})" if nb["note"] else ")"),
+        f"considered: {len(scope.pms)} servers, {len(scope.pending)} pending VMs ({scope.mode}"
+        + (f"; {scope.note})" if scope.note else ")")
+        + f"; goal {out.goal}",
         status,
         f"admitted: {', '.join(out.admitted) or '—'}",
     ]
     for label, vms in (("rejected", out.rejected), ("waiting", out.waiting)):
         lines.extend(f"{label}: {v} — {out.reasons[v]}" for v in vms)
-    before, after = doc["summary"]["before"], doc["summary"]["after"]
+    if out.dropped:
+        lines.append(f"moves dropped (nobody needed them): {', '.join(out.dropped)}")
+    before, after = summary["before"], summary["after"]
     rows = [
         ("servers on", str(before["active_pms"]), str(after["active_pms"])),
         ("GPUs in use", str(before["active_gpus"]), str(after["active_gpus"])),
@@ -286,30 +335,40 @@ def _report(path: Path, snap: Snapshot, out: Outcome, doc: dict[str, Any]) -> li
         *_terms_rows(out.before, out.after),
     ]
     lines.append(text_table("before → after", [("", "left"), ("before", "right"), ("after", "right")], rows))
-    s = doc["solver"]
-    if len(doc["calls"]) > 1:
-        proved = "every call proved optimal" if s["proved_optimal"] else "not every call proved optimal"
-        lines.append(f"solver: {s['name']}, {len(doc['calls'])} calls ({proved}), {s['wall_s']:.2f} s")
-        for n, c in enumerate(doc["calls"]):
-            what = f"admitted {', '.join(c['admitted'])}" if c["admitted"] else c["status"]
-            lines.append(
-                f"  call {n + 1}: {c['kind']} on {len(c['pms'])} servers, "
-                f"{len(c['pending'])} pending: {what}; {_solver_line(c['solver'])}"
-            )
-    elif s["name"] is None:
-        lines.append("solver: not run (nothing to optimize)")
-    else:
-        lines.append(f"solver: {_solver_line(s)}")
+    lines.extend(_solver_lines(out))
     if out.plan is not None:
         lines.append(plan_table(out.plan, out.moves))
     return lines
 
 
-def _solver_line(s: dict[str, Any]) -> str:
-    gap = "—" if s["gap"] is None else f"{100 * s['gap']:.2f}%"
-    proved = "proved optimal" if s["proved_optimal"] else "not proved optimal"
-    return f"{s['name']}, {s['termination']} ({proved}), gap {gap}, {s['wall_s']:.2f} s" + (
-        f"; {s['reason']}" if s["reason"] else ""
+def _solver_lines(out: Outcome) -> list[str]:
+    """One line for the solver, and one per call when there were several."""
+    if not out.calls:
+        return ["solver: not run (nothing to optimize)"]
+    results = [c.decision.solution.result for c in out.calls]
+    if len(out.calls) == 1:
+        return [f"solver: {_solver_line(results[0])}"]
+    proved = (
+        "every call proved optimal"
+        if all(r.proved_optimal for r in results)
+        else "not every call proved optimal"
+    )
+    wall = sum(r.wall_s for r in results)
+    lines = [f"solver: {results[0].solver}, {len(out.calls)} calls ({proved}), {wall:.2f} s"]
+    for n, c in enumerate(out.calls):
+        what = f"admitted {', '.join(c.admitted)}" if c.admitted else c.decision.status
+        lines.append(
+            f"  call {n + 1}: {c.neighborhood.kind} on {len(c.neighborhood.pms)} servers, "
+            f"{len(c.neighborhood.pending)} pending: {what}; {_solver_line(c.decision.solution.result)}"
+        )
+    return lines
+
+
+def _solver_line(res: SolveResult) -> str:
+    gap = "—" if res.gap is None else f"{100 * res.gap:.2f}%"
+    proved = "proved optimal" if res.proved_optimal else "not proved optimal"
+    return f"{res.solver}, {res.termination} ({proved}), gap {gap}, {res.wall_s:.2f} s" + (
+        f"; {res.reason}" if res.reason else ""
     )
 
 

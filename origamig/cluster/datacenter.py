@@ -40,10 +40,15 @@ class _Pm:
 
 
 class DataCenter:
-    """Mutable placement state with O(1) counters. Copy it (`copy()`) before planning on it."""
+    """Mutable placement state with O(1) counters. Copy it (`copy()`) before planning on it.
 
-    def __init__(self, pms: Sequence[PmSpec]) -> None:
+    `intra_pm_moves`: whether the platform can move a VM between GIs of one PM (a snapshot's
+    `intra_pm_moves`); when it cannot, every move of a running VM goes to another PM.
+    """
+
+    def __init__(self, pms: Sequence[PmSpec], intra_pm_moves: bool = True) -> None:
         self.pms: tuple[PmSpec, ...] = tuple(pms)
+        self.intra_pm_moves = intra_pm_moves
         self._pm: list[_Pm] = [
             _Pm(spec=p, gpus=[_Gpu(g, geometry(g)) for g in p.gpus], free_cpu_m=p.cpu_m, free_ram_mb=p.ram_mb)
             for p in self.pms
@@ -154,9 +159,11 @@ class DataCenter:
         return self.pending.pop(vm_id)
 
     def place(self, vm: VmSpec, placement: Placement) -> None:
-        """Start `vm` at `placement` (a pending VM leaves the queue). Validates everything first."""
+        """Start `vm` at `placement` (a pending VM leaves the queue). Validates everything first.
+        A VM that may run on several GPU classes is kept as it runs there (`VmSpec.placed_on`)."""
         if vm.id in self.vms:
             raise PlacementError(f"VM {vm.id!r} is already running")
+        vm = self._as_placed(vm, placement)
         self._check_fit(vm, placement)
         self.pending.pop(vm.id, None)
         self._claim(vm, placement)
@@ -205,8 +212,9 @@ class DataCenter:
                 self._claim(self.vms[v], target[v])
                 claimed.append(v)
             for v in starting:
-                self._check_fit(self.pending[v], target[v])
-                self._claim(self.pending[v], target[v])
+                vm = self._as_placed(self.pending[v], target[v])
+                self._check_fit(vm, target[v])
+                self._claim(vm, target[v])
                 claimed.append(v)
         except PlacementError:
             for v in claimed:
@@ -241,6 +249,9 @@ class DataCenter:
         return new
 
     # --- internals ---------------------------------------------------------------------------
+    def _as_placed(self, vm: VmSpec, pl: Placement) -> VmSpec:
+        return vm.placed_on(self.pms[pl.pm], pl) if vm.alternatives and 0 <= pl.pm < len(self.pms) else vm
+
     def _check_fit(self, vm: VmSpec, pl: Placement) -> None:
         if not 0 <= pl.pm < len(self._pm):
             raise PlacementError(f"VM {vm.id}: PM index {pl.pm} does not exist")

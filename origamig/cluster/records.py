@@ -9,7 +9,7 @@ carries its `GpuModel`s and `Profile`s; nothing here is mutable and nothing here
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from origamig.cluster.catalog import DEFAULT_PM_MODEL, GpuModel, Profile
 
@@ -55,7 +55,14 @@ class PmSpec:
 
 @dataclass(frozen=True)
 class VmSpec:
-    """A VM request: CPU, RAM and its GIs (profiles of one model). No lifetime: policies never see it."""
+    """A VM request: CPU, RAM and its GIs (profiles of one model). No lifetime: policies never see it.
+
+    `gis` are profiles of one GPU model. A pending VM that names no GPU model may run on any model
+    that offers all its profiles (docs/formats.md#snapshot): `alternatives` holds its GIs as each
+    other such class knows them (same names, in the same order; one entry per class). Placed, it runs
+    on one class, and `placed_on` narrows it to that class (a running VM has no alternatives).
+    `migratable=False` pins a running VM where it runs: never migrated, never parked.
+    """
 
     id: str
     cpu_m: int
@@ -63,6 +70,8 @@ class VmSpec:
     gis: tuple[Profile, ...] = ()
     accept_weight: float | None = None
     migration_penalty: float | None = None
+    alternatives: tuple[tuple[Profile, ...], ...] = ()
+    migratable: bool = True
 
     @property
     def cpu(self) -> float:
@@ -78,7 +87,44 @@ class VmSpec:
 
     @property
     def gpu_class(self) -> str:
+        """The class of `gis` (for a VM with alternatives, the first of `gpu_classes`)."""
         return self.gis[0].gpu_class if self.gis else NO_GPU_CLASS
+
+    @property
+    def gi_choices(self) -> tuple[tuple[Profile, ...], ...]:
+        """The VM's GIs on each class it may run on: `gis` first, then the alternatives."""
+        return (self.gis, *self.alternatives)
+
+    @property
+    def gpu_classes(self) -> tuple[str, ...]:
+        """Every class the VM may run on, in the order of `gi_choices`."""
+        return tuple(choice[0].gpu_class if choice else NO_GPU_CLASS for choice in self.gi_choices)
+
+    def on_class(self, gpu_class: str) -> VmSpec | None:
+        """The VM as it runs on `gpu_class` (no alternatives left), None if it cannot run there."""
+        if not self.alternatives:
+            return self if self.gpu_class == gpu_class else None
+        for choice in self.gi_choices:
+            if choice and choice[0].gpu_class == gpu_class:
+                return replace(self, gis=choice, alternatives=())
+        return None
+
+    def variants(self) -> tuple[VmSpec, ...]:
+        """The VM narrowed to each class it may run on (itself when it has no alternatives)."""
+        if not self.alternatives:
+            return (self,)
+        return tuple(replace(self, gis=choice, alternatives=()) for choice in self.gi_choices)
+
+    def placed_on(self, pm: PmSpec, placement: Placement) -> VmSpec:
+        """The VM as it runs at `placement` on `pm`: narrowed to the class of its first GI's GPU
+        (unchanged when it has no alternatives, or when that GPU does not exist: the caller's check
+        then reports it)."""
+        if not self.alternatives or not placement.gis:
+            return self
+        k = placement.gis[0].gpu
+        if not 0 <= k < len(pm.gpus):
+            return self
+        return self.on_class(pm.gpus[k].gpu_class) or self
 
 
 @dataclass(frozen=True)
@@ -107,16 +153,19 @@ class Weights:
     free_start: float = 1.0  # w_p (default for every profile)
     migration: float = 10.0  # δ_i of a running VM (0 for a pending one)
     free_start_by_profile: Mapping[str, float] = field(default_factory=dict)
+    vm_weights: bool = True  # whether per-VM `accept_weight` and `migration_penalty` apply
 
     def a(self, vm: VmSpec) -> float:
-        return self.accept if vm.accept_weight is None else vm.accept_weight
+        return self.accept if vm.accept_weight is None or not self.vm_weights else vm.accept_weight
 
     def b(self, pm: PmSpec) -> float:
         return self.pm if pm.weight is None else pm.weight
 
     def delta(self, vm: VmSpec) -> float:
         """δ_i for a running VM (the caller uses 0 for pending VMs)."""
-        return self.migration if vm.migration_penalty is None else vm.migration_penalty
+        if vm.migration_penalty is None or not self.vm_weights:
+            return self.migration
+        return vm.migration_penalty
 
     def w(self, profile_name: str) -> float:
         return self.free_start_by_profile.get(profile_name, self.free_start)

@@ -88,10 +88,11 @@ def check_placement(
             counted_pm.add((vm_id, pl.pm))
             cpu[pl.pm] += vm.cpu_m
             ram[pl.pm] += vm.ram_mb
-        if len(pl.gis) != len(vm.gis):
-            out.append(Violation("slots", where, f"{len(vm.gis)} GIs but {len(pl.gis)} slots"))
+        gis = gis_at(vm, pm, pl)
+        if len(pl.gis) != len(gis):
+            out.append(Violation("slots", where, f"{len(gis)} GIs but {len(pl.gis)} slots"))
             continue
-        for n, (prof, slot) in enumerate(zip(vm.gis, pl.gis, strict=True)):
+        for n, (prof, slot) in enumerate(zip(gis, pl.gis, strict=True)):
             out.extend(_check_gi(pm, pl.pm, prof, slot, f"{where} gi {n}", f"{token}:{n}", owners))
     for j, pm in enumerate(pms):
         over = over_capacity(pm, cpu[j], ram[j])
@@ -124,6 +125,38 @@ def _check_gi(
 
 
 # --- the rules, one function each (the snapshot reader applies them too) -------------------------
+def gis_at(vm: _VmLike, pm: _PmLike, pl: _PlacementLike) -> tuple[Any, ...]:
+    """The VM's GI profiles as they run at `pl`: a VM that may run on several GPU classes
+    (`alternatives`) runs as the class of the GPU its first GI is on; otherwise its `gis`."""
+    choices = (vm.gis, *getattr(vm, "alternatives", ()))
+    if len(choices) == 1 or not pl.gis or not 0 <= pl.gis[0].gpu < len(pm.gpus):
+        return vm.gis
+    here = pm.gpus[pl.gis[0].gpu].gpu_class
+    return next((c for c in choices if c and c[0].gpu_class == here), vm.gis)
+
+
+def moves_refused(
+    vms: Mapping[str, Any],
+    before: Mapping[str, _PlacementLike],
+    after: Mapping[str, _PlacementLike],
+    intra_pm_moves: bool = True,
+) -> list[Violation]:
+    """Moves from `before` to `after` that the cluster forbids: a VM with `migratable` false that
+    changes place, and (without `intra_pm_moves`) a VM that changes GIs but stays on its PM."""
+    out: list[Violation] = []
+    for v, old in before.items():
+        new = after.get(v)
+        if new is None or (new.pm == old.pm and tuple(new.gis) == tuple(old.gis)):
+            continue
+        if not getattr(vms.get(v), "migratable", True):
+            out.append(Violation("pinned", f"vm {v}", "moved, but it is not migratable"))
+        elif not intra_pm_moves and new.pm == old.pm:
+            out.append(
+                Violation("intra_pm", f"vm {v}", "moved between GIs of its PM, which the platform cannot do")
+            )
+    return out
+
+
 def over_capacity(pm: _PmLike, cpu_m: int, ram_mb: int) -> tuple[str, ...]:
     """Which capacities of the PM ("cpu", "ram") the VMs it holds (`cpu_m`, `ram_mb` in all) exceed."""
     return tuple(

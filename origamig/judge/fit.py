@@ -18,7 +18,12 @@ def fits_empty(pm: PmSpec, vm: VmSpec) -> bool:
     """True when `vm` alone fits `pm`: CPU, RAM, and every GI at a permitted start, no overlap."""
     if vm.cpu_m > pm.cpu_m or vm.ram_mb > pm.ram_mb:
         return False
-    return _assign(list(vm.gis), pm.gpus, [0] * len(pm.gpus))
+    return _holds(pm, vm, [0] * len(pm.gpus))
+
+
+def _holds(pm: PmSpec, vm: VmSpec, used: Sequence[int]) -> bool:
+    """Do the GIs of `vm`, as some class it may run on knows them, fit `pm`'s GPUs beside `used`?"""
+    return any(_assign(list(gis), pm.gpus, list(used)) for gis in vm.gi_choices)
 
 
 def _assign(gis: list[Profile], gpus: Sequence[GpuModel], used: list[int]) -> bool:
@@ -55,13 +60,13 @@ def no_fit_reason(pms: Iterable[PmSpec], vm: VmSpec) -> str | None:
     if vm.ram_mb > most_ram:
         return f"no PM has {vm.ram_gb:g} GB of RAM (the largest has {most_ram / 1000:g})"
     gis = " + ".join(p.name for p in vm.gis)
-    if vm.gis and not any(_assign(list(vm.gis), pm.gpus, [0] * len(pm.gpus)) for pm in pms):
-        model = vm.gis[0].gpu_model
-        return f"no PM has {model} GPUs that can hold {gis} at once"
+    if vm.gis and not any(_holds(pm, vm, [0] * len(pm.gpus)) for pm in pms):
+        models = " or ".join(dict.fromkeys(choice[0].gpu_model for choice in vm.gi_choices))
+        return f"no PM has {models} GPUs that can hold {gis} at once"
     return f"no PM has room for all of it at once, even empty ({vm.cpu:g} cores, {vm.ram_gb:g} GB, {gis})"
 
 
 def fits_beside(pm: PmSpec, vm: VmSpec, used: Sequence[int]) -> bool:
     """True when every GI of `vm` fits `pm`'s GPUs at permitted starts, next to the slices `used`
     (one occupancy mask per GPU) and without overlap; CPU and RAM are not looked at."""
-    return _assign(list(vm.gis), pm.gpus, list(used))
+    return _holds(pm, vm, used)

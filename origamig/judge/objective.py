@@ -76,7 +76,7 @@ def evaluate(
         if pl.pm not in wanted:
             continue
         hosts.add(pl.pm)
-        vm = vms[v]
+        vm = vms[v].placed_on(pms[pl.pm], pl)
         for prof, slot in zip(vm.gis, pl.gis, strict=True):
             key = (pl.pm, slot.gpu)
             occ[key] = occ.get(key, 0) | prof.mask(slot.start)

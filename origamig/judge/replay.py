@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from origamig.cluster.records import GiSlot, Placement, PmSpec, VmSpec
-from origamig.judge.check import check_placement
+from origamig.judge.check import check_placement, gis_at
 
 
 @dataclass(frozen=True)
@@ -77,8 +77,10 @@ class _State:
         vms: Mapping[str, VmSpec],
         placement: Mapping[str, Placement],
         pending: Mapping[str, VmSpec],
+        intra_pm_moves: bool = True,
     ) -> None:
         self.pms = list(pms)
+        self.intra_pm_moves = intra_pm_moves
         self.index = {p.id: j for j, p in enumerate(pms)}
         self.specs: dict[str, VmSpec] = {**pending, **vms}
         self.pending = set(pending) - set(vms)
@@ -108,7 +110,8 @@ class _State:
         for (v, n, kind), slot in sorted(self.gis[j].items()):
             key = f"{v}#{n}#{kind}"
             labels[f"vm {key} gi 0"] = f"{_KIND[kind]} GI {n} of VM {v}"
-            pieces[key] = _Piece(v, 0, 0, (self.specs[v].gis[n],))
+            profile = gis_at(self.specs[v], self.pms[j], Placement(j, (slot,)))[n]
+            pieces[key] = _Piece(v, 0, 0, (profile,))
             where[key] = Placement(j, (slot,))
         return [f"{labels.get(x.where, x.where)}: {x.message}" for x in check_placement(view, pieces, where)]
 
@@ -133,13 +136,15 @@ def replay_plan(
     steps: Sequence[Mapping[str, Any] | Any],
     *,
     target: Mapping[str, Placement] | None = None,
+    intra_pm_moves: bool = True,
 ) -> ReplayResult:
     """Replay `steps` (docs/formats.md#plan dicts, or `to_dict()` records) from running `vms` at `placement`.
 
     With `target`, the final state must also put every VM of `target` there and leave every other
-    running VM where it started.
+    running VM where it started. Without `intra_pm_moves` (the snapshot's), a `migrate` from a PM to
+    itself is refused.
     """
-    state = _State(pms, vms, placement, pending_vms)
+    state = _State(pms, vms, placement, pending_vms, intra_pm_moves)
     initial = [str(x) for x in check_placement(pms, vms, placement)]
     if initial:
         return ReplayResult(False, None, f"initial state: {initial[0]}", dict(placement), _on_ids(state))
@@ -323,6 +328,12 @@ def _migrate(state: _State, step: Mapping[str, Any]) -> None:
     src, dst = _pm(state, step, "from"), _pm(state, step, "to")
     if state.run_pm.get(v) != src:
         raise _StepError(f"VM {v} is not running on {state.pms[src].id}")
+    if not state.specs[v].migratable:
+        raise _StepError(f"VM {v} is not migratable")
+    if src == dst and not state.intra_pm_moves:
+        raise _StepError(
+            f"the platform cannot move VM {v} between GIs of {state.pms[src].id} (intra_pm_moves)"
+        )
     n_gis = len(state.specs[v].gis)
     new = [n for n in range(n_gis) if (v, n, "new") in state.gis[dst]]
     misplaced = [n for n in range(n_gis) if n not in new and any((v, n, "new") in g for g in state.gis)]
@@ -354,7 +365,13 @@ def _start(state: _State, step: Mapping[str, Any]) -> None:
     for n in range(len(state.specs[v].gis)):
         if (v, n, "new") not in state.gis[j]:
             raise _StepError(f"GI {n} of VM {v} does not exist on {state.pms[j].id}")
+    gpus = state.pms[j].gpus
+    classes = {gpus[state.gis[j][(v, n, "new")].gpu].gpu_class for n in range(len(state.specs[v].gis))}
+    if len(classes) > 1:
+        raise _StepError(f"the GIs of VM {v} are on GPUs of different classes ({', '.join(sorted(classes))})")
     state.require_ok(j, extra_vm=v)
+    if classes:  # it runs as the class of its GPUs from now on
+        state.specs[v] = state.specs[v].on_class(classes.pop()) or state.specs[v]
     for n in range(len(state.specs[v].gis)):
         state.gis[j][(v, n, "run")] = state.gis[j].pop((v, n, "new"))
     state.pending.discard(v)

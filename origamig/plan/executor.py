@@ -43,6 +43,7 @@ from origamig.cluster.catalog import Profile
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import GiSlot, Placement, VmSpec
 from origamig.errors import PlacementError, UserError
+from origamig.judge.check import moves_refused
 from origamig.plan.steps import (
     DEFAULT_BANDWIDTH_GBIT_S,
     CreateGi,
@@ -101,6 +102,9 @@ def _validate_target(current: DataCenter, target: Mapping[str, Placement]) -> No
     unknown = [v for v in target if v not in current.vms and v not in current.pending]
     if unknown:
         raise PlacementError([f"target.{v}: VM is neither running nor pending" for v in unknown])
+    refused = moves_refused(current.vms, current.placement, target, current.intra_pm_moves)
+    if refused:
+        raise PlacementError([f"target.{x.where.removeprefix('vm ')}: {x.message}" for x in refused])
     final = current.copy()
     final.apply_placement(target)  # raises PlacementError when the final state breaks a constraint
 
@@ -115,7 +119,8 @@ class _Planner:
         self.remaining: dict[str, _Move] = {}
         for n, (v, pl) in enumerate(target.items()):
             if v in current.pending:
-                self.remaining[v] = _Move(current.pending[v], pl, n, True)
+                vm = current.pending[v].placed_on(current.pms[pl.pm], pl)
+                self.remaining[v] = _Move(vm, pl, n, True)
             elif current.placement[v] != pl:
                 self.remaining[v] = _Move(current.vms[v], pl, n, False)
         self.steps: list[Step] = []
@@ -343,11 +348,12 @@ class _Planner:
         """Where `mv`'s VM can park: its own PM first (if slices are all it blocks; one GI is enough
         when the VM blocks only itself, its GIs trading places), then other PMs."""
         vm, here = mv.vm, self.dc.placement[mv.vm.id]
-        if vm.gis and blocks_only_itself:
+        local = self.dc.intra_pm_moves  # else the platform moves VMs only between PMs
+        if local and vm.gis and blocks_only_itself:
             one = self._park_one_gi(vm, here, reserved)
             if one is not None:
                 return one
-        if vm.gis and not cpu_blocker:
+        if local and vm.gis and not cpu_blocker:
             slots = self._fit_gis(vm, here.pm, reserved, keep=here)
             if slots is not None and slots != here.gis:
                 return Placement(here.pm, slots)

@@ -22,7 +22,7 @@ from typing import Any
 
 from origamig.cluster.catalog import GpuModel, Profile
 from origamig.cluster.datacenter import DataCenter
-from origamig.cluster.records import MILLI, NO_GPU_CLASS, GiSlot, Placement, PmSpec, VmSpec
+from origamig.cluster.records import MILLI, GiSlot, Placement, PmSpec, VmSpec
 from origamig.memo import remember
 from origamig.policies.base import Rejection
 
@@ -64,10 +64,26 @@ def class_gpus(dc: DataCenter, j: int, gpu_class: str) -> tuple[int, ...]:
     return hit[1][j].get(gpu_class, ())
 
 
+def pms_of(dc: DataCenter, vm: VmSpec) -> Sequence[int]:
+    """The PMs that carry a GPU of a class the VM may run on (every PM for a VM without GIs), in
+    data-center order."""
+    if not vm.gis:
+        return range(len(dc.pms))
+    if not vm.alternatives:
+        return dc.class_pms.get(vm.gpu_class, ())
+    return sorted({j for h in vm.gpu_classes for j in dc.class_pms.get(h, ())})
+
+
+def variants_on(dc: DataCenter, j: int, vm: VmSpec) -> tuple[VmSpec, ...]:
+    """The VM as each class it may run on that PM j carries knows it (itself without alternatives)."""
+    if not vm.alternatives:
+        return (vm,)
+    return tuple(v for v in vm.variants() if class_gpus(dc, j, v.gpu_class))
+
+
 def candidate_pms(dc: DataCenter, vm: VmSpec, locked: frozenset[int]) -> Iterator[int]:
-    """PMs, in data-center order, not locked, of the VM's class (any PM without GIs), with CPU/RAM."""
-    pms: Sequence[int] = dc.class_pms.get(vm.gpu_class, ()) if vm.gis else range(len(dc.pms))
-    for j in pms:
+    """PMs, in data-center order, not locked, of a class of the VM (any PM without GIs), with CPU/RAM."""
+    for j in pms_of(dc, vm):
         if j not in locked and dc.fits_resources(vm, j):
             yield j
 
@@ -95,41 +111,44 @@ def default_fit_on_pm(dc: DataCenter, j: int, vm: VmSpec, order: tuple[int, ...]
 
 
 def first_fit(dc: DataCenter, vm: VmSpec, locked: frozenset[int] = frozenset()) -> Placement | Rejection:
-    """The arrival rule: the first candidate PM where every GI gets a default placement."""
-    order = gi_order(vm)
+    """The arrival rule: the first candidate PM where every GI gets a default placement (a VM that
+    may run on several classes tries them in its order on each PM)."""
     for j in candidate_pms(dc, vm, locked):
-        pl = default_fit_on_pm(dc, j, vm, order)
-        if pl is not None:
-            return pl
+        for variant in variants_on(dc, j, vm):
+            pl = default_fit_on_pm(dc, j, variant, gi_order(variant))
+            if pl is not None:
+                return pl
     return no_fit(dc, vm, locked)
 
 
 def choose_pm(dc: DataCenter, vm: VmSpec, locked: frozenset[int], fit: PmFit) -> Placement | Rejection:
-    """The candidate PM with the smallest `(key, pm)` among those where `fit` places the VM.
+    """The candidate PM with the smallest `(key, pm)` among those where `fit` places the VM (each
+    class it may run on tried; on equal keys the first class in its order wins).
 
     A VM without GIs takes `first_fit` (every PM scores alike; the lowest wins).
     """
     if not vm.gis:
         return first_fit(dc, vm, locked)
-    order = gi_order(vm)
     best: tuple[Any, int, Placement] | None = None
     for j in candidate_pms(dc, vm, locked):
-        hit = fit(dc, j, vm, order)
-        if hit is not None and (best is None or hit[0] < best[0]):  # ascending j: ties keep the lowest
-            best = (hit[0], j, hit[1])
+        for variant in variants_on(dc, j, vm):
+            hit = fit(dc, j, variant, gi_order(variant))
+            if hit is not None and (best is None or hit[0] < best[0]):  # ascending j: ties keep the lowest
+                best = (hit[0], j, hit[1])
     return best[2] if best is not None else no_fit(dc, vm, locked)
 
 
 def no_fit(dc: DataCenter, vm: VmSpec, locked: frozenset[int]) -> Rejection:
     """Why `vm` fits nowhere, what it needs, and the most free seen on the PMs that could host it."""
-    h = vm.gpu_class
+    classes = vm.gpu_classes
+    h = " or ".join(classes)
     needed: dict[str, Any] = {
         "cpu": vm.cpu,
         "ram_gb": vm.ram_gb,
         "gpu_class": h,
         "gis": [p.name for p in vm.gis],
     }
-    pms = dc.class_pms.get(h, []) if vm.gis else list(range(len(dc.pms)))
+    pms = list(pms_of(dc, vm))
     if not pms:
         return Rejection(f"no PM has a GPU of class {h}", needed, {})
     unlocked = [j for j in pms if j not in locked]
@@ -139,9 +158,9 @@ def no_fit(dc: DataCenter, vm: VmSpec, locked: frozenset[int]) -> Rejection:
         "max_cpu": max((dc.free_cpu_m(j) for j in unlocked), default=0) / MILLI,
         "max_ram_gb": max((dc.free_ram_mb(j) for j in unlocked), default=0) / MILLI,
     }
-    if h != NO_GPU_CLASS:
+    if vm.gis:
         free["max_free_slices_on_a_gpu"] = max(
-            (dc.free_slices(j, k) for j in unlocked for k in class_gpus(dc, j, h)), default=0
+            (dc.free_slices(j, k) for j in unlocked for c in classes for k in class_gpus(dc, j, c)), default=0
         )
     if not unlocked:
         reason = "every PM that could host it is locked by a running call"

@@ -111,6 +111,7 @@ class Work:
     applied: bool = True
     phases_s: Mapping[str, float] = field(default_factory=dict)
     call: CallStats | None = None
+    reasons: Mapping[str, str] = field(default_factory=dict)  # why each of `rejected` is (call/reasons.py)
 
 
 @runtime_checkable

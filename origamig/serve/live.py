@@ -33,7 +33,7 @@ from origamig.serve.requests import probe_document, read_vm_entry
 from origamig.serve.store import Store, StoreError
 from origamig.snapshot.document import parse_snapshot, placement_json, snapshot_document
 
-REJECTED_BY_CALL = "an optimizer {kind} call found no place for it (it left the pending queue)"
+REJECTED_BY_CALL = "an optimizer {kind} call left it out (it left the pending queue)"
 
 
 class DuplicateVm(UserError):
@@ -221,6 +221,7 @@ class Live:
                 base={v: pl for v, pl in dc.placement.items() if v in moved},
                 admitted=tuple(v for v in work.admitted if v in dc.pending),
                 rejected=rejected,
+                rejected_reasons={v: work.reasons[v] for v in rejected if v in work.reasons},
                 pms=frozenset(pms),
                 gain=work.call.gain if work.call is not None else None,
                 modeled_s=work.modeled_s,
@@ -229,7 +230,7 @@ class Live:
             with self.store.transaction() as db:
                 self.store.put_plan(db, plan.id, plan.to_store(self.dc))
         if not hold:  # the call has ended (a replay's ends later: `end_held`, or with its plan)
-            self._reject(rejected, work.kind)
+            self._reject(rejected, work.kind, work.reasons)
         if plan is None:
             ended = work if not steps else replace(work, applied=False)
             if hold:
@@ -314,25 +315,27 @@ class Live:
         if self.held is not None:
             work, _ = self.held
             self.held = None
-            self._reject(work.rejected, work.kind)
+            self._reject(work.rejected, work.kind, work.reasons)
             self.policy.finished(self.dc, work, self.now())
 
-    def _reject(self, vms: tuple[str, ...], kind: str) -> None:
-        """Pending VMs a call gave up on leave the queue (those still in it)."""
+    def _reject(self, vms: tuple[str, ...], kind: str, reasons: Mapping[str, str]) -> None:
+        """Pending VMs a call gave up on leave the queue (those still in it), each with its reason
+        (`call/reasons.py`)."""
         gone = [v for v in vms if v in self.dc.pending]
         if not gone:
             return
-        why = REJECTED_BY_CALL.format(kind=kind)
+        why = {v: f"an optimizer {kind} call left it out: {reasons[v]}" if v in reasons else "" for v in gone}
+        why = {v: text or REJECTED_BY_CALL.format(kind=kind) for v, text in why.items()}
         with self.store.transaction() as db:
             for v in gone:
-                self.store.reject_vm(db, v, why)
+                self.store.reject_vm(db, v, why[v])
         for v in gone:
             self.dc.drop_pending(v)
             del self.entries[v]
-            self.rejected[v] = why
+            self.rejected[v] = why[v]
 
     def _finished(self, plan: LivePlan, applied: bool) -> None:
-        self._reject(plan.rejected, plan.kind)
+        self._reject(plan.rejected, plan.kind, plan.rejected_reasons)
         work = self.works.pop(plan.id, None)
         if work is not None:
             self.policy.finished(self.dc, work if applied else replace(work, applied=False), self.now())

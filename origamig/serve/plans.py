@@ -10,7 +10,7 @@ handed out, and applied when acknowledged, only if that replay accepts it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from origamig.cluster.datacenter import DataCenter
@@ -41,6 +41,7 @@ class LivePlan:
     reason: str = ""
     gain: float | None = None
     modeled_s: float = 0.0  # the call's deterministic time (docs/simulator.md); when a replay acknowledges it
+    rejected_reasons: Mapping[str, str] = field(default_factory=dict)  # why each of `rejected` is
 
     @property
     def next_step(self) -> int | None:
@@ -64,6 +65,7 @@ class LivePlan:
             "steps": [{"n": n, "status": self.step_status(n), **step} for n, step in enumerate(self.steps)],
             "admitted": list(self.admitted),
             "rejected": list(self.rejected),
+            "rejected_reasons": {v: self.rejected_reasons.get(v, "") for v in self.rejected},
             "pms": sorted(pm_ids[j] for j in self.pms),
             "gain": self.gain,
             "modeled_s": self.modeled_s,
@@ -98,6 +100,7 @@ class LivePlan:
             reason=doc["reason"],
             gain=doc["gain"],
             modeled_s=doc.get("modeled_s", 0.0),
+            rejected_reasons=dict(doc.get("rejected_reasons", {})),
         )
 
 
@@ -117,7 +120,7 @@ def replay_on_live(dc: DataCenter, plan: LivePlan, upto: int) -> ReplayResult:
     for v, pl in plan.base.items():
         if v in dc.vms:
             placement[v] = pl
-    return replay_plan(dc.pms, vms, placement, pending, plan.steps[:upto])
+    return replay_plan(dc.pms, vms, placement, pending, plan.steps[:upto], intra_pm_moves=dc.intra_pm_moves)
 
 
 def step_problem(dc: DataCenter, plan: LivePlan, n: int) -> str | None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from origamig.call.goals import DEFAULT_GOAL
 from origamig.errors import UserError
 from origamig.policies.base import make_policy
 from origamig.serve.live import Live
@@ -52,7 +53,7 @@ def read_token(path: Path) -> str:
 def open_live(state: Path, seed: Path | None, options: tuple[tuple[str, Any], ...] = ()) -> Live:
     """The live cluster of `state`, seeded from `seed` when the state is new (else `seed` is unused).
     Everything is checked before a new state file is written: a refused start leaves none behind."""
-    policy = make_policy(POLICY, **dict(options))
+    policy = make_policy(POLICY, **{"goal": DEFAULT_GOAL, **dict(options)})  # serve admits first
     snap = None
     if not _seeded(state):
         if seed is None:

@@ -9,8 +9,9 @@ problems, one line each, e.g. ``vms[3].placement.gis[0].start: 3 is not a permit
 
 Profile names are resolved per VM against the GPU models present in the snapshot (then the
 catalog). A name such as `1g.10gb` means two memory slices on an A100-40GB but one on an
-A100-80GB; when a VM's names fit models of more than one class, the VM's optional `"gpu_model"`
-field (or, for a running VM, the GPU it runs on) says which one is meant.
+A100-80GB: a pending VM without `"gpu_model"` may run on any model that offers all its profiles
+(each as that model defines it); `"gpu_model"` makes the model a constraint; a running VM runs on
+its GPU's model.
 
 Writing keeps every field of the input document (unknown ones too) and replaces only the VMs'
 `placement` and the PMs' `powered_off`; files are written atomically (temp file + rename).
@@ -62,6 +63,7 @@ class Snapshot:
     weights: Weights
     gpu_models: Mapping[str, GpuModel]  # inline models (`gpu_models`)
     document: Mapping[str, Any]  # the parsed JSON, kept so that writing preserves unknown fields
+    intra_pm_moves: bool = True  # the platform can move a VM between GIs of one PM
 
     @property
     def pending(self) -> list[str]:
@@ -70,7 +72,7 @@ class Snapshot:
 
     def datacenter(self) -> DataCenter:
         """A fresh DataCenter holding the running VMs and the pending queue (file order)."""
-        dc = DataCenter(self.pms)
+        dc = DataCenter(self.pms, self.intra_pm_moves)
         for v, vm in self.vms.items():
             if v in self.placement:
                 dc.place(vm, self.placement[v])
@@ -100,7 +102,9 @@ def parse_snapshot(doc: Any, catalog: Catalog | None = None) -> Snapshot:
     parts, problems = read_document(doc, catalog or default_catalog())
     if parts is None:
         raise SnapshotError(problems or ["snapshot: invalid"])
-    return Snapshot(parts.pms, parts.vms, parts.placement, parts.weights, parts.gpu_models, doc)
+    return Snapshot(
+        parts.pms, parts.vms, parts.placement, parts.weights, parts.gpu_models, doc, parts.intra_pm_moves
+    )
 
 
 def schema_path(name: str = "snapshot") -> Path:

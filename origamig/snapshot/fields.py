@@ -18,18 +18,27 @@ MISSING: Any = object()  # a key that is absent (null is a value, and a wrong on
 
 
 def id_problem(value: str) -> str | None:
-    """Why a string cannot be an id (empty, or holding a control, line-break or surrogate character)."""
+    """Why a string cannot be an id (empty, or holding a control, line-break, surrogate or format
+    character)."""
     if not value.strip():
         return "empty id"
     bad = next((c for c in value if unicodedata.category(c) in _NOT_IN_IDS), None)
-    if bad is not None:
-        return f"{show(value)} holds the character U+{ord(bad):04X}, which cannot be printed"
-    return None
+    if bad is None:
+        return None
+    code = f"U+{ord(bad):04X}"
+    if unicodedata.category(bad) == "Cf":
+        name = unicodedata.name(bad, "a format character")
+        return (
+            f"{show(value)} holds the character {code} ({name}), which prints as nothing or reorders "
+            "the text: the id would look like another one"
+        )
+    return f"{show(value)} holds the character {code}, which cannot be printed"
 
 
 # Unicode categories refused in ids: control characters (a terminal escape, a newline), line and
-# paragraph separators, and lone surrogates (which no UTF-8 output can carry).
-_NOT_IN_IDS = frozenset({"Cc", "Cs", "Zl", "Zp"})
+# paragraph separators, lone surrogates (which no UTF-8 output can carry), and format characters
+# (bidi controls, zero-width joiners and spaces: `h10\u200d0-01` prints exactly like `h100-01`).
+_NOT_IN_IDS = frozenset({"Cc", "Cs", "Zl", "Zp", "Cf"})
 
 
 def kind_of(value: Any) -> str:

@@ -32,6 +32,7 @@ class SnapshotParts:
     placement: dict[str, Placement]
     weights: Weights
     gpu_models: dict[str, GpuModel]
+    intra_pm_moves: bool = True
 
 
 def read_document(doc: Any, catalog: Catalog) -> tuple[SnapshotParts | None, list[str]]:
@@ -77,9 +78,17 @@ class _Reader(FieldReader):
         present = list(self.present.values())
         vms, placement = self.read_vms(vms_raw, shells, present, catalog)
         weights = self.read_weights(doc.get("weights", MISSING), present, catalog)
-        if self.problems or len(valid_pms) != len(pms) or weights is None:
+        intra = self.flag(doc, "intra_pm_moves", "", True)
+        if self.problems or len(valid_pms) != len(pms) or weights is None or intra is None:
             return None
-        return SnapshotParts(tuple(valid_pms), vms, placement, weights, models)
+        return SnapshotParts(tuple(valid_pms), vms, placement, weights, models, intra)
+
+    def flag(self, raw: dict, key: str, path: str, default: bool) -> bool | None:
+        """An optional true/false field (`default` when absent)."""
+        if key not in raw:
+            return default
+        where = f"{path}.{key}" if path else key
+        return self.typed(raw[key], where, bool, "true or false")
 
     def list_field(self, doc: dict, key: str) -> list:
         return self.typed(self.field(doc, "", key), key, list, "a list") or []
@@ -272,21 +281,30 @@ class _Reader(FieldReader):
         )
         size = (vid or path, cores_to_m(cpu), gb_to_mb(ram)) if cpu is not None and ram is not None else None
         names = self.gi_names(raw, path)
+        migratable = self.flag(raw, "migratable", path, True)
+        choices: list[tuple[Profile, ...]] | None
         if names is not None and "gpu_model" in raw:
-            gis = self.gis_of_named_model(raw["gpu_model"], names, path, catalog)
+            named = self.gis_of_named_model(raw["gpu_model"], names, path, catalog)
+            choices = None if named is None else [tuple(named)]
         elif names is None or blind:
-            gis = None
+            choices = None
         else:
-            gis = self.resolve_gis(names, path, present, catalog, _placed_model(raw, pms, pm_index))
-        if vid is None or cpu is None or ram is None or gis is None or accept is None or delta is None:
+            hint = _placed_model(raw, pms, pm_index) if "placement" in raw else None
+            choices = self.resolve_gis(names, path, present, catalog, hint, running="placement" in raw)
+        gis = list(choices[0]) if choices else None
+        if vid is None or cpu is None or ram is None or choices is None or accept is None or delta is None:
+            return None, gis, size
+        if migratable is None:
             return None, gis, size
         spec = VmSpec(
             id=vid,
             cpu_m=cores_to_m(cpu),
             ram_mb=gb_to_mb(ram),
-            gis=tuple(gis),
+            gis=choices[0],
             accept_weight=float(raw["accept_weight"]) if "accept_weight" in raw else None,
             migration_penalty=float(raw["migration_penalty"]) if "migration_penalty" in raw else None,
+            alternatives=tuple(choices[1:]),
+            migratable=migratable,
         )
         return spec, gis, size
 
@@ -299,11 +317,19 @@ class _Reader(FieldReader):
         return names if None not in typed else None
 
     def resolve_gis(
-        self, names: list[str], path: str, present: list[GpuModel], catalog: Catalog, hint: GpuModel | None
-    ) -> list[Profile] | None:
-        """The profiles `names` mean: of the models on the PMs (else the catalog), of one model."""
+        self,
+        names: list[str],
+        path: str,
+        present: list[GpuModel],
+        catalog: Catalog,
+        hint: GpuModel | None,
+        running: bool,
+    ) -> list[tuple[Profile, ...]] | None:
+        """What profile names `names` mean, one tuple of profiles per GPU class the VM may run on:
+        the models on the PMs (else the catalog) that offer every name, first appearance first. A
+        running VM runs on one class: that of the GPU it is placed on (`hint`), else the first."""
         if not names:
-            return []
+            return [()]
         pool = (
             present
             if any(m.has_profile(nm) for m in present for nm in names)
@@ -320,14 +346,10 @@ class _Reader(FieldReader):
         classes: dict[str, GpuModel] = {}
         for m in common:
             classes.setdefault(m.gpu_class, m)
-        if len(classes) > 1 and hint is not None and hint in common:
-            return [hint.profile(nm) for nm in names]
-        if len(classes) > 1 and not self.blind:  # with a PM of unknown model, that model may decide
-            self.err(f"{path}.gis", _ambiguity(names, list(classes.values())))
-            return None
-        if len(classes) > 1:
-            return None
-        return [common[0].profile(nm) for nm in names]
+        if running:
+            model = hint if hint is not None and hint in common else common[0]
+            return [tuple(model.profile(nm) for nm in names)]
+        return [tuple(m.profile(nm) for nm in names) for m in classes.values()]
 
     def known_profiles(
         self, names: list[str], path: str, pool: list[GpuModel], present: list[GpuModel]
@@ -504,7 +526,7 @@ class _Reader(FieldReader):
             return Weights()
         if self.typed(raw, "weights", dict, "an object") is None:
             return None
-        values: dict[str, float] = {}
+        values: dict[str, Any] = {}
         by_profile: dict[str, float] = {}
         ok = True
         for key, value in raw.items():
@@ -548,23 +570,6 @@ def _indices(ks: list[int]) -> str:
         else:
             runs.append([k])
     return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
-
-
-def _slices(n: int) -> str:
-    return f"{n} slice" if n == 1 else f"{n} slices"
-
-
-def _ambiguity(names: list[str], models: list[GpuModel]) -> str:
-    """Why profile names that fit models of several classes need the VM's "gpu_model"."""
-    unique = list(dict.fromkeys(names))
-    shapes = "; ".join(
-        f"{m.name}: " + ", ".join(f"{nm} = {_slices(m.profile(nm).memory_slices)}" for nm in unique)
-        for m in models
-    )
-    return (
-        f'{", ".join(unique)} is ambiguous here ({shapes}); add "gpu_model" '
-        f"({' or '.join(show(m.name) for m in models)}) to the VM"
-    )
 
 
 def _placed_pm(raw: dict) -> str | None:

@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from origamig.bilp.backends.base import SAFETY_NET_S
+from origamig.call.goals import Goal
 from origamig.call.neighborhood import Bound, Consolidation
 from origamig.errors import UserError
 from origamig.solver_registry import DEFAULT_BACKEND, NOT_DETERMINISTIC, backend_names
@@ -66,12 +67,14 @@ class OrigaMIGOptions:
     arrival: Arrival = Arrival.TC
     grow_to: int | None = None
     calls_per_step: int = 1
+    goal: Goal = Goal.PAPER  # the weights each call decides with (docs/solving.md#goals); serve: balanced
 
     def __post_init__(self) -> None:
         problems = _problems(self)
         if problems:
             raise UserError(problems)
-        for name, kind in (("bound", Bound), ("consolidation", Consolidation), ("arrival", Arrival)):
+        kinds = (("bound", Bound), ("consolidation", Consolidation), ("arrival", Arrival), ("goal", Goal))
+        for name, kind in kinds:
             object.__setattr__(self, name, kind(getattr(self, name)))
 
     @classmethod
@@ -140,4 +143,5 @@ def _problems(o: OrigaMIGOptions) -> list[str]:
         )
     one_of("arrival", Arrival)
     one_of("consolidation", Consolidation)
+    one_of("goal", Goal)
     return problems

@@ -23,7 +23,9 @@ from dataclasses import replace
 from typing import Any
 
 from origamig.bilp.backends.base import Limits, make_limits
-from origamig.call.decision import decide
+from origamig.call import reasons
+from origamig.call.decision import Decision, decide
+from origamig.call.goals import CallWeights
 from origamig.call.neighborhood import (
     Bounds,
     Consolidation,
@@ -64,6 +66,7 @@ class OrigaMIG:
         if o.delta is not None:
             base = replace(base, migration=o.delta)
         self.weights = base
+        self.call_weights = CallWeights(o.goal, base)  # the weights of each kind of call
         self.solver = o.solver
         self.limits = make_limits(
             o.solver, o.time_limit_s, o.threads, o.deterministic, o.work_limit, o.safety_net_s
@@ -175,7 +178,7 @@ class OrigaMIG:
                 nb = select_consolidation(
                     dc,
                     h,
-                    self.weights,
+                    self.call_weights.consolidation(dc.pms),
                     self._bounds_of(h),
                     locked=locked,
                     reading=self.consolidation,
@@ -220,14 +223,24 @@ class OrigaMIG:
 
     def _call(self, dc: DataCenter, nb: Neighborhood, select_s: float) -> Work:
         if not nb.pms:
-            return Work(nb.kind, frozenset(), {}, rejected=nb.rejected, applied=False, wall_s=select_s)
+            why = {v: _outright(dc, v).reason for v in nb.rejected}
+            return Work(
+                nb.kind, frozenset(), {}, rejected=nb.rejected, applied=False, wall_s=select_s, reasons=why
+            )
         key = region_key(dc, nb) if self.reuse_unchanged and nb.kind == "consolidation" else None
         known = self._unchanged.get(key) if key is not None else None
         if known is not None:
             self._calls["reused"] += 1
             work = replace(known, phases_s={"select_s": select_s})
         else:
-            work = run_call(dc, nb, self.weights, self.solver, self.limits, select_s)
+            weights = (
+                self.call_weights.admission(dc, nb.pms)
+                if nb.kind == "admission"
+                else self.call_weights.consolidation(dc.pms)
+            )
+            work = run_call(
+                dc, nb, weights, self.solver, self.limits, select_s, self.call_weights.admits_first
+            )
             if key is not None and _proved_unchanged(work):
                 remember(self._unchanged, key, work, REUSE_CAPACITY)
         assert work.call is not None
@@ -305,18 +318,26 @@ PHASES = ("select_s", "build_s", "compile_s", "bound_s", "solve_s", "decode_s", 
 
 
 def run_call(
-    dc: DataCenter, nb: Neighborhood, weights: Weights, solver: str, limits: Limits, select_s: float = 0.0
+    dc: DataCenter,
+    nb: Neighborhood,
+    weights: Weights,
+    solver: str,
+    limits: Limits,
+    select_s: float = 0.0,
+    admits_first: bool = False,
 ) -> Work:
     """One call on neighborhood `nb` (`decision.decide`), as the Work the simulator applies.
 
     Pending VMs of the call that an applied plan does not admit are rejected, and so are those
-    Algorithm 1 rejected outright."""
+    Algorithm 1 rejected outright; `Work.reasons` says why each is (`call/reasons.py`, judged on the
+    state the call leaves; `admits_first`: whether its goal ranks admitting first)."""
     t0 = time.perf_counter()
     decision = decide(dc, nb.pms, nb.pending, weights, solver, limits)
     sol = decision.solution
     applied = decision.applied
     admitted = tuple(v for v in nb.pending if v in decision.changed) if applied else ()
     rejected = tuple(v for v in nb.pending if v not in admitted) + nb.rejected
+    why = _reasons(dc, nb, decision, weights, admitted, admits_first) if rejected else {}
     stats = CallStats(
         status=decision.status,
         changed=bool(decision.changed),
@@ -340,7 +361,39 @@ def run_call(
         applied=applied,
         phases_s={"select_s": select_s, **decision.timings},
         call=stats,
+        reasons=why,
     )
+
+
+def _reasons(
+    dc: DataCenter,
+    nb: Neighborhood,
+    decision: Decision,
+    weights: Weights,
+    admitted: tuple[str, ...],
+    admits_first: bool,
+) -> dict[str, str]:
+    """Why each pending VM of the call that it does not admit is rejected, on the state it leaves."""
+    end = dc
+    if decision.applied:
+        end = dc.copy()
+        end.apply_placement(dict(decision.changed))
+    out: dict[str, str] = {}
+    for v in nb.rejected:
+        out[v] = _outright(dc, v).reason
+    for v in nb.pending:
+        if v not in admitted:
+            vm = dc.pending[v]
+            verdict = reasons.fits_nowhere(dc.pms, vm) or reasons.of_call(
+                end, vm, decision, weights, len(nb.pms), admits_first
+            )
+            out[v] = verdict.reason
+    return out
+
+
+def _outright(dc: DataCenter, v: str) -> reasons.Verdict:
+    """Why Algorithm 1 left pending VM `v` out of every call (its count test found no PM)."""
+    return reasons.fits_nowhere(dc.pms, dc.pending[v]) or reasons.Verdict(True, reasons.OUTRIGHT)
 
 
 def _class_of(work: Work, dc: DataCenter) -> str | None:
