@@ -30,13 +30,11 @@ import json
 import os
 import random
 import statistics
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.checkouts import revision, run_command
 from benchmarks.publish import results_file, write_json
 from benchmarks.solvers import fragmented, neighborhoods
 from origamig.cluster.datacenter import DataCenter
@@ -75,44 +73,17 @@ def instances(n_pms: int, count: int) -> list[DataCenter]:
 
 def run_once(package_root: Path, snapshot: Path) -> dict[str, float]:
     """One `origamig solve` process of the checkout at `package_root`: wall, solver wall, overhead."""
-    env = dict(os.environ, PYTHONPATH=str(package_root))
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed package's bytecode is compiled and cached
-    code = (  # the console script's own function (`main` in checkouts from before it had one)
-        "import sys; from origamig.cli import app; sys.argv[0] = 'origamig'; "
-        "getattr(app, 'script', app.main)()"
-    )
-    t0 = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-c", code, COMMAND[0], str(snapshot), *COMMAND[1:]],
-        env=env,
-        cwd=package_root,  # `python -c` puts its working folder first on the path, before PYTHONPATH
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    wall = time.perf_counter() - t0
-    if done.returncode not in (0, 3):  # 3: stopped at the limit, nothing better found
-        raise SystemExit(
-            f"error: {package_root}: solve exited {done.returncode}: {done.stderr.strip()[-300:]}"
-        )
-    solver = json.loads(done.stdout)["solver"]
+    ran = run_command(package_root, [COMMAND[0], str(snapshot), *COMMAND[1:]])
+    if ran.code not in (0, 3):  # 3: stopped at the limit, nothing better found
+        raise SystemExit(f"error: {package_root}: solve exited {ran.code}: {ran.stderr.strip()[-300:]}")
+    solver = ran.document()["solver"]
     return {
-        "wall_s": wall,
+        "wall_s": ran.wall_s,
         "solver_s": solver["wall_s"],
-        "overhead_s": wall - solver["wall_s"],
+        "overhead_s": ran.wall_s - solver["wall_s"],
         "bound_s": solver["timings"].get("bound_s", 0.0),
         "termination": solver["termination"],
     }
-
-
-def _revision(root: Path) -> str:
-    """The commit a checkout is at, `+` when its tree has changes ("" when it is no git checkout)."""
-    git = ["git", "-C", str(root)]
-    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False)
-    if head.returncode:
-        return ""
-    dirty = subprocess.run([*git, "status", "--porcelain", "--", "origamig"], capture_output=True, text=True)
-    return head.stdout.strip() + ("+" if dirty.stdout.strip() else "")
 
 
 def main() -> None:
@@ -171,7 +142,7 @@ def main() -> None:
         "command": COMMAND,
         "pms": args.pms,
         "versions": versions,
-        "revisions": {name: _revision(Path(root)) for name, root in versions.items()},
+        "revisions": {name: revision(Path(root)) for name, root in versions.items()},
         "loadavg_start": load,
         "loadavg_end": os.getloadavg(),
         "cpus": os.cpu_count(),

@@ -251,3 +251,25 @@ def test_ids_cannot_break_out_of_the_script(tmp_path: Path) -> None:
     script.write_text(render_shell(outcome.plan.steps, snap.datacenter(), outcome.moves))
     ran = subprocess.run(["sh", str(script)], capture_output=True, text=True, check=True)
     assert ran.stdout.rstrip().endswith("plan complete") and not marker.exists()
+
+
+def test_a_move_that_frees_cores_names_the_vm_that_needs_them(tmp_path: Path) -> None:
+    # vmB's GI fits only p0's GPU (p1's is full), but p0 lacks the cores while vmA (no GI) runs there:
+    # vmA moves to p1, which has the cores.
+    full = {"pm": "p1", "gis": [{"gpu": 0, "start": 0}]}
+    doc = {
+        "version": 1,
+        "pms": [
+            {"id": "p0", "cpu": 16, "ram_gb": 128, "gpus": ["A100-80GB"]},
+            {"id": "p1", "cpu": 32, "ram_gb": 128, "gpus": ["A100-80GB"]},
+        ],
+        "vms": [
+            {"id": "vmA", "cpu": 12, "ram_gb": 32, "gis": [], "placement": {"pm": "p0", "gis": []}},
+            {"id": "vmC", "cpu": 4, "ram_gb": 32, "gis": ["7g.80gb"], "placement": full},
+            {"id": "vmB", "cpu": 8, "ram_gb": 32, "gis": ["1g.10gb"]},
+        ],
+    }
+    code, out, _ = solve(write(tmp_path, doc))
+    assert code == 0 and out["admitted"] == ["vmB"]
+    why = {m["vm"]: m["why"] for m in out["moves"]}
+    assert why == {"vmA": "admits vmB (makes room for it)", "vmB": "admits vmB"}

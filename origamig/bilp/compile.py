@@ -12,7 +12,6 @@ in declaration order; fixed variables become constants (moved into row bounds an
 from __future__ import annotations
 
 import gc
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -157,22 +156,8 @@ def decode(model: BilpModel, compiled: Compiled, x: np.ndarray) -> dict[str, Pla
         if i not in pm_of:
             continue
         slots = tuple(GiSlot(gpu_of[(i, v)], starts[(i, v)]) for v in range(len(vm.gis)))
-        prev = region.previous.get(i)
-        if prev is None or prev.pm != pm_of[i]:
-            slots = in_gpu_order([p.name for p in vm.gis], slots)
         target[i] = Placement(pm_of[i], slots)
     return target
-
-
-def in_gpu_order(names: Sequence[str], slots: tuple[GiSlot, ...]) -> tuple[GiSlot, ...]:
-    """`slots` with the GIs of each profile name in GPU order (then start): GIs of one profile are
-    interchangeable where every GI is new, and an 8-GI VM's GIs then list and start GPU by GPU."""
-    out = list(slots)
-    for name in dict.fromkeys(names):
-        idx = [n for n, nm in enumerate(names) if nm == name]
-        for n, slot in zip(idx, sorted((slots[n] for n in idx), key=lambda s: (s.gpu, s.start)), strict=True):
-            out[n] = slot
-    return tuple(out)
 
 
 def _hand_out(

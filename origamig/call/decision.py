@@ -26,7 +26,7 @@ from enum import StrEnum
 from origamig.bilp import Limits, NoGood, RegionSolution, solve_region
 from origamig.bilp.backends.base import ERROR, INFEASIBLE
 from origamig.cluster.datacenter import DataCenter
-from origamig.cluster.records import Placement, VmSpec, Weights
+from origamig.cluster.records import GiSlot, Placement, VmSpec, Weights
 from origamig.judge.objective import Objective, evaluate
 from origamig.plan.executor import plan_migrations
 from origamig.plan.steps import DEFAULT_BANDWIDTH_GBIT_S, Infeasible, Plan
@@ -109,19 +109,28 @@ def decide(
     bandwidth_gbit_s: float = DEFAULT_BANDWIDTH_GBIT_S,
     *,
     bound_alongside: bool = False,
+    gpu_order: bool = True,
 ) -> Decision:
     """Solve the neighborhood (`pms`, `pending`), plan, referee, decide; never mutates `dc`.
 
     `bound_alongside`: the LP bound runs while the solver already solves (`bilp.solve_region`), for
     a process that waits for the answer (a one-shot `origamig solve`), not for a long-lived caller.
+    `gpu_order`: the GIs of a VM that starts or moves to another PM are numbered in GPU order
+    (`in_gpu_order`), so that its plan creates them GPU by GPU; off, the solver's order (the stored
+    simulation results were made with it).
 
     When the solution's moves have no valid order, up to `no_good_limit` times: exclude it by a
     no-good cut on the VMs that could not be ordered (`bilp.nogood`) and solve again, so that an
     equally good (or the next best) reachable target is found. The simulator's calls keep 0."""
     cuts: list[NoGood] = []
     while True:
-        sol = solve_region(
+        raw = solve_region(
             dc, pms, pending, weights, solver, limits, no_goods=cuts, bound_alongside=bound_alongside
+        )
+        sol = (
+            replace(raw, target={v: _ordered(dc, v, pl) for v, pl in raw.target.items()})
+            if gpu_order
+            else raw
         )
         t_solved = time.perf_counter()
         decision = _judge(dc, pms, pending, weights, sol, bandwidth_gbit_s)
@@ -129,7 +138,27 @@ def decide(
         decision = replace(decision, timings=timings, no_goods=len(cuts))
         if decision.status is not Status.PLAN_INFEASIBLE or len(cuts) >= no_good_limit:
             return decision
-        cuts.append(NoGood(dict(sol.target), decision.blocked or tuple(decision.changed)))
+        cuts.append(NoGood(dict(raw.target), decision.blocked or tuple(decision.changed)))
+
+
+def _ordered(dc: DataCenter, v: str, pl: Placement) -> Placement:
+    """`pl` in GPU order when VM `v` starts there or moves there from another PM (every GI is new)."""
+    before = dc.placement.get(v)
+    if before is not None and before.pm == pl.pm:
+        return pl
+    vm = dc.vms[v] if v in dc.vms else dc.pending[v]
+    return Placement(pl.pm, in_gpu_order([p.name for p in vm.gis], pl.gis))
+
+
+def in_gpu_order(names: Sequence[str], slots: tuple[GiSlot, ...]) -> tuple[GiSlot, ...]:
+    """`slots` with the GIs of each profile name in GPU order (then start): GIs of one profile are
+    interchangeable where every GI is new, and an 8-GI VM's GIs then list and start GPU by GPU."""
+    out = list(slots)
+    for name in dict.fromkeys(names):
+        idx = [n for n, nm in enumerate(names) if nm == name]
+        for n, slot in zip(idx, sorted((slots[n] for n in idx), key=lambda s: (s.gpu, s.start)), strict=True):
+            out[n] = slot
+    return tuple(out)
 
 
 def _judge(

@@ -89,6 +89,8 @@ def not_admitted(dc: DataCenter, vm: VmSpec, weights: Weights, call_servers: int
     admitting it is worth."""
     if admits_first:
         tail = f", even after repacking the {call_servers} servers of its call"
+        if call_servers < len(dc.pms):
+            tail += "; --neighborhood all considers every server"
     else:
         tail = (
             f"; making room by moving VMs costs more than admitting it is worth ({weights.a(vm):g}) under "

@@ -9,19 +9,20 @@ start slice of each GI) and one reason, the first of these that holds:
   else the first later move, whose new GIs overlap the slices it leaves;
 - the PM it leaves is switched off by the plan: *switches off pmX*;
 - a GPU it leaves holds no GI afterwards: *switches off GPU k of pmX*;
-- a later start (else a later move) needs the slices it leaves: *admits vmY* / *makes room for vmY*;
+- a later start (else a later move) needs the slices it leaves, or, when it leaves its PM and could
+  not have stayed beside what arrives there, the cores and RAM: *admits vmY* / *makes room for vmY*;
 - otherwise the free placements it gains: *raises the free placements of GPU k of pmX (CF a → b)*,
   or, if none, *part of the solver's rearrangement of pmX*.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from origamig.cluster.datacenter import DataCenter
-from origamig.cluster.records import GiSlot, Placement, VmSpec
+from origamig.cluster.records import GiSlot, Placement, PmSpec, VmSpec
 from origamig.plan.steps import CreateGi, Migrate, Plan, PowerOff, Start
 
 
@@ -135,11 +136,17 @@ def _walk(dc: DataCenter, plan: Plan) -> list[_Move]:
     return out
 
 
+def _fits_beside_end(after: DataCenter, j: int, vm: VmSpec) -> bool:
+    """Would `vm`'s cores and RAM still fit PM j beside what the plan leaves there?"""
+    return after.free_cpu_m(j) >= vm.cpu_m and after.free_ram_mb(j) >= vm.ram_mb
+
+
 def _slices(
-    specs: Mapping[str, VmSpec], vm: str, pm: int, gis: tuple[GiSlot, ...]
+    specs: Mapping[str, VmSpec], vm: str, pm: int, gis: tuple[GiSlot, ...], pms: Sequence[PmSpec]
 ) -> set[tuple[int, int, int]]:
+    """The (PM, GPU, slice) a VM's GIs hold at `gis` on PM `pm` (as the model of its GPUs knows them)."""
     out: set[tuple[int, int, int]] = set()
-    for prof, slot in zip(specs[vm].gis, gis, strict=True):
+    for prof, slot in zip(specs[vm].placed_on(pms[pm], Placement(pm, gis)).gis, gis, strict=True):
         out |= {(pm, slot.gpu, u) for u in range(slot.start, slot.start + prof.memory_slices)}
     return out
 
@@ -158,8 +165,12 @@ def _why(
     if m.op == "start":
         return f"admits {m.vm}"
     assert m.src is not None
-    freed = _slices(specs, m.vm, m.src, m.old) - _slices(specs, m.vm, m.dst, m.new)
-    helped = [u for u in later if u.vm != m.vm and _slices(specs, u.vm, u.dst, u.new) & freed]
+    pms = before.pms
+    freed = _slices(specs, m.vm, m.src, m.old, pms) - _slices(specs, m.vm, m.dst, m.new, pms)
+    helped = [u for u in later if u.vm != m.vm and _slices(specs, u.vm, u.dst, u.new, pms) & freed]
+    if not helped and m.src != m.dst and not _fits_beside_end(after, m.src, specs[m.vm]):
+        # It frees cores and RAM that VMs arriving on its PM need (it could not stay beside them).
+        helped = [u for u in later if u.vm != m.vm and u.dst == m.src and u.src != m.src]
     beneficiary = next((u for u in helped if u.op == "start"), helped[0] if helped else None)
     src = names[m.src]
     if m.parking:

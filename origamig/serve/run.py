@@ -53,7 +53,8 @@ def read_token(path: Path) -> str:
 def open_live(state: Path, seed: Path | None, options: tuple[tuple[str, Any], ...] = ()) -> Live:
     """The live cluster of `state`, seeded from `seed` when the state is new (else `seed` is unused).
     Everything is checked before a new state file is written: a refused start leaves none behind."""
-    policy = make_policy(POLICY, **{"goal": DEFAULT_GOAL, **dict(options)})  # serve admits first
+    # The service's defaults differ from the simulator's: admit first, GIs created GPU by GPU.
+    policy = make_policy(POLICY, **{"goal": DEFAULT_GOAL, "gpu_order": True, **dict(options)})
     snap = None
     if not _seeded(state):
         if seed is None:

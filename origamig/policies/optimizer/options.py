@@ -36,6 +36,7 @@ _BOOLEAN = (
     "rotate",
     "spill",
     "reuse_unchanged",
+    "gpu_order",
 )
 
 
@@ -68,6 +69,7 @@ class OrigaMIGOptions:
     grow_to: int | None = None
     calls_per_step: int = 1
     goal: Goal = Goal.PAPER  # the weights each call decides with (docs/solving.md#goals); serve: balanced
+    gpu_order: bool = False  # number a started or moved VM's GIs in GPU order (serve: on; see decide)
 
     def __post_init__(self) -> None:
         problems = _problems(self)
