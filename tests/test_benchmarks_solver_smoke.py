@@ -21,6 +21,7 @@ from origamig.judge.check import check, check_counters
 from origamig.policies.base import Placed
 from origamig.sim.engine import Simulation
 from origamig.sim.workload import Request
+from origamig.snapshot.document import parse_snapshot
 from tests.builders import at, datacenter, pm, vm
 
 TINY_GAP = optimality_gap.Setup(
@@ -339,3 +340,25 @@ def test_call_profile_reads_highs_timing_and_its_parts_fit_the_total(tmp_path) -
     assert row["lp_iterations_separation"] + row["lp_iterations_heuristics"] <= row["lp_iterations"]
     assert parts > 0
     assert set(call_profile.parse_timing("no timing block").values()) == {0.0}  # zeros, not an error
+
+
+def test_solve_mixed_runs_this_checkout_and_judges_each_plan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from benchmarks import solve_mixed
+
+    doc = solve_mixed.mixed_cluster(12, 0)
+    snap = parse_snapshot(doc)
+    classes = {pm.gpus[0].gpu_class for pm in snap.pms}
+    assert classes == {"H100-80GB", "A100-80GB"} and len(snap.pending) == solve_mixed.PENDING
+    assert any(spec.alternatives for spec in snap.vms.values())  # pending VMs without a GPU model
+    written = parse_snapshot(solve_mixed.with_models_written_out(doc, snap))
+    assert not any(spec.alternatives for spec in written.vms.values())
+    out = tmp_path / "mixed.json"
+    argv = ["solve_mixed", "--servers", "12", "--seeds", "1", "--all-up-to", "12", "--out", str(out)]
+    monkeypatch.setattr("sys.argv", argv)
+    solve_mixed.main()
+    result = json.loads(out.read_text())
+    assert [r["version"] for r in result["runs"]] == ["default", "all"]
+    for run in result["runs"]:
+        assert run["replay_ok"] and run["pinned_moved"] == 0 and run["admitted"] <= run["pending"]

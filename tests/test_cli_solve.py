@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import shutil
 import subprocess
 from dataclasses import replace
@@ -16,11 +17,13 @@ from cli_helpers import run_main
 from solve_schema import solve_document_validator
 from typer.testing import CliRunner
 
+from origamig.bilp import Limits
+from origamig.call.solve import solve_snapshot
 from origamig.cli.app import app
 from origamig.cluster.records import GiSlot, Placement
 from origamig.judge.check import check_placement
 from origamig.judge.replay import replay_plan
-from origamig.snapshot.document import Snapshot, load_snapshot, schema_path
+from origamig.snapshot.document import Snapshot, load_snapshot, parse_snapshot, schema_path
 
 EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.json"))
 FAST = ["--time-limit", "5", "--threads", "1"]
@@ -296,3 +299,49 @@ def test_bad_solve_options_are_one_usage_error(args: list[str]) -> None:
     result = runner.invoke(app, ["solve", str(path), *args])
     assert result.exit_code == 2
     assert "Traceback" not in result.output
+
+
+def test_destinations_that_would_collide_or_cannot_be_written_are_refused_before_the_solve(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import origamig.call.solve as solve_module
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the solve ran")
+
+    monkeypatch.setattr(solve_module, "solve_snapshot", never)
+    snap = tmp_path / "snap.json"
+    snap.write_text(EXAMPLES[0].read_text())
+    same = tmp_path / "x.json"
+    code, stdout, stderr = run_main(["solve", str(snap), "--out", str(same), "--script", str(same)])
+    assert (code, stdout) == (2, "") and not same.exists()
+    assert stderr == f"error: --script: {same} is also the --out file; give each its own file\n"
+    code, _, stderr = run_main(["solve", str(snap), "--script", str(snap)])
+    assert code == 2 and "--script" in stderr and "the snapshot being solved" in stderr
+    assert snap.read_text() == EXAMPLES[0].read_text()
+    missing = tmp_path / "no-such-folder" / "out.json"
+    code, _, stderr = run_main(["solve", str(snap), "--out", str(missing)])
+    assert (code, stderr) == (2, f"error: --out: {missing}: no folder {missing.parent}\n")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK):  # root writes anywhere: nothing to refuse
+            return
+        code, _, stderr = run_main(["solve", str(snap), "--out", str(locked / "out.json")])
+        assert code == 2 and "cannot write in the folder" in stderr
+    finally:
+        locked.chmod(0o700)
+
+
+def test_a_vm_of_eight_gis_lists_and_creates_them_in_gpu_order() -> None:
+    eight = {
+        "version": 1,
+        "pms": [{"id": "h0", "cpu": 192, "ram_gb": 2048, "gpus": ["H100-80GB"] * 8}],
+        "vms": [{"id": "big", "cpu": 168, "ram_gb": 1792, "gis": ["7g.80gb"] * 8}],
+    }
+    outcome = solve_snapshot(parse_snapshot(eight), limits=Limits(time_limit_s=10))
+    assert [s.gpu for s in outcome.placement["big"].gis] == list(range(8))
+    assert outcome.plan is not None
+    created = [s.to_dict()["gpu"] for s in outcome.plan.steps if s.to_dict()["op"] == "create_gi"]
+    assert created == list(range(8))
