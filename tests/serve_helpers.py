@@ -39,8 +39,10 @@ class Server:
         state: Path | None = None,
         options: Sequence[str] = (),
         extra: Sequence[str] = (),
+        verify: Any = True,
     ) -> None:
         self.tmp = tmp
+        self.verify = verify  # for HTTPS (`--tls-cert` among `extra`): the CA to trust (an ssl context)
         self.state = state or tmp / "state.db"
         self.seed = seed
         self.options = list(options)
@@ -52,7 +54,8 @@ class Server:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        scheme = "https" if "--tls-cert" in self.extra else "http"
+        return f"{scheme}://127.0.0.1:{self.port}"
 
     def command(self) -> list[str]:
         cmd = [sys.executable, "-c", "from origamig.cli.app import main; main()", "serve"]
@@ -77,7 +80,7 @@ class Server:
                 self.log.close()
                 raise RuntimeError(f"server exited {self.proc.returncode}: {self.read_log()}")
             try:
-                if httpx.get(f"{self.url}/healthz", timeout=1.0).status_code == 200:
+                if httpx.get(f"{self.url}/healthz", timeout=1.0, verify=self.verify).status_code == 200:
                     return self
             except httpx.HTTPError:
                 time.sleep(0.1)
@@ -87,8 +90,11 @@ class Server:
     def read_log(self) -> str:
         return (self.tmp / f"server-{self.port}.log").read_text()
 
-    def client(self, token: str = TOKEN) -> httpx.Client:
-        return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {token}"}, timeout=30.0)
+    def client(self, token: str | None = TOKEN, verify: Any = None) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+        return httpx.Client(
+            base_url=self.url, headers=headers, timeout=30.0, verify=self.verify if verify is None else verify
+        )
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

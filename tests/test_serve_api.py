@@ -85,13 +85,15 @@ BAD = [
     (json.dumps({"id": "x", "ram_gb": 16, "gis": []}).encode(), JSON, 400, "cpu"),
     (json.dumps({"cpu": 4, "ram_gb": 16, "gis": []}).encode(), JSON, 400, "id"),
     (json.dumps([1, 2]).encode(), JSON, 400, "body"),
+    (json.dumps({"id": "x", "cpu": 4, "ram_gb": 16, "gis": [], "pm_id": "pm0"}).encode(), JSON, 400, "pm_id"),
+    (json.dumps({"id": "x", "cpu": 4, "ram_gb": 16, "gis": [], "pm": "pm9"}).encode(), JSON, 400, "pm9"),
     (
         json.dumps(
-            {"id": "x", "cpu": 4, "ram_gb": 16, "gis": [], "placement": {"pm": "pm0", "gis": []}}
+            {"id": "x", "cpu": 4, "ram_gb": 16, "gis": [], "pm": "pm0", "placement": {"pm": "pm0", "gis": []}}
         ).encode(),
         JSON,
         400,
-        "placement",
+        "not both",
     ),
     (json.dumps({"id": "vm1", "cpu": 4, "ram_gb": 16, "gis": []}).encode(), JSON, 409, "vm1"),
     (b'{"id": "x", "cpu": 4, "ram_gb": 16, "gis": []}', {"Content-Type": "text/plain"}, 415, "Content-Type"),

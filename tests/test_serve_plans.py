@@ -50,7 +50,9 @@ def test_an_acknowledged_plan_moves_the_state_step_by_step(tmp_path: Path) -> No
         assert c.get("/v1/plans/1").json()["status"] == "done"
         after = read(c.get("/v1/snapshot").json())
         assert dict(after.placement) == dict(whole.final_placement)
-        assert ack(c, 1, 0).status_code == 409  # a finished plan hands out nothing
+        assert ack(c, 1, 0).status_code == 200  # the same acknowledgement again changes nothing
+        assert ack(c, 1, 0, "failed").status_code == 409  # another result for a step already done
+        assert read(c.get("/v1/snapshot").json()).placement == after.placement
 
 
 def test_a_failed_step_aborts_the_rest_and_the_optimizer_replans(tmp_path: Path) -> None:

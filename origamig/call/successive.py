@@ -22,7 +22,7 @@ retires them. So every admission call admits or retires at least one VM, there a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from origamig.bilp import Limits
 from origamig.call.decision import Decision, Status, decide
@@ -148,6 +148,8 @@ def run_calls(
     retired: list[str] = []
     while queue and run.budget_left():
         nb = select_admission(run.state, queue, bounds)
+        if goal.admits_first:
+            nb = _with_hosts_as_is(run.state, nb)
         outright += [v for v in nb.rejected if v not in outright]
         queue = [v for v in queue if v not in nb.rejected]
         if not nb.pending:
@@ -161,6 +163,15 @@ def run_calls(
         _second_chance(run, retired)
     _consolidate(run, bounds)
     return CallSequence(tuple(run.calls), run.state, run.tried, tuple(outright), tuple(queue))
+
+
+def _with_hosts_as_is(dc: DataCenter, nb: Neighborhood) -> Neighborhood:
+    """`nb` with, for each of its pending VMs, the first server where the VM fits as the cluster now
+    is (when Algorithm 1 left it out): a goal that admits with the fewest moves then sees a way to
+    admit each VM without moving any other, however far from the call's other servers it lies."""
+    extra = [j for v in nb.pending if (j := fits_now(dc, dc.pending[v])) is not None]
+    pms = tuple(dict.fromkeys((*nb.pms, *extra)))
+    return nb if pms == nb.pms else replace(nb, pms=pms)
 
 
 def _second_chance(run: _Run, retired: Sequence[str]) -> None:

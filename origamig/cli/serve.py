@@ -2,21 +2,36 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from origamig.cli.simulate import parse_options
+from origamig.cli.switches import INTRA_PM_HELP, Switch
 from origamig.errors import UserError, require_extra
-from origamig.serve.run import DEFAULT_LISTEN, POLICY, ServeConfig, parse_listen, read_token, serve
+from origamig.serve.run import (
+    DEFAULT_LISTEN,
+    DEFAULT_STEP_TIMEOUT_S,
+    POLICY,
+    ServeConfig,
+    parse_listen,
+    read_token,
+    serve,
+)
+
+
+class OnOff(StrEnum):
+    ON = "on"
+    OFF = "off"
 
 
 def serve_command(
     state: Annotated[Path, typer.Option("--state", help="SQLite state file (created and seeded when new).")],
     token_file: Annotated[
-        Path, typer.Option("--token-file", help="File holding the bearer token every client sends.")
-    ],
+        Path | None, typer.Option("--token-file", help="File holding the bearer token every client sends.")
+    ] = None,
     seed: Annotated[
         Path | None,
         typer.Option("--from", help="Snapshot JSON that seeds a new state (docs/formats.md#snapshot)."),
@@ -36,16 +51,88 @@ def serve_command(
             "--option", "-o", help="OrigaMIG policy option KEY=VALUE (repeatable), e.g. arrival=ff."
         ),
     ] = None,
+    optimizer: Annotated[
+        OnOff,
+        typer.Option(
+            "--optimizer",
+            help="off: no plans, only the arrival rule and the extender (an arrival that fits nowhere "
+            "is refused with 422).",
+        ),
+    ] = OnOff.ON,
+    step_timeout: Annotated[
+        float,
+        typer.Option(
+            "--step-timeout",
+            min=1.0,
+            help="Seconds a running plan waits for its next step to be acknowledged; then it is aborted "
+            "and its servers are free.",
+        ),
+    ] = DEFAULT_STEP_TIMEOUT_S,
+    intra_pm_moves: Annotated[Switch | None, typer.Option("--intra-pm-moves", help=INTRA_PM_HELP)] = None,
+    tls_cert: Annotated[
+        Path | None, typer.Option("--tls-cert", help="Serve HTTPS with this certificate (PEM).")
+    ] = None,
+    tls_key: Annotated[
+        Path | None, typer.Option("--tls-key", help="The certificate's private key (PEM).")
+    ] = None,
+    client_ca: Annotated[
+        Path | None,
+        typer.Option(
+            "--client-ca",
+            help="CA (PEM) whose client certificates authenticate as the token does (kube-scheduler's "
+            "tlsConfig).",
+        ),
+    ] = None,
+    print_k8s_config: Annotated[
+        bool,
+        typer.Option(
+            "--print-k8s-config",
+            help="Print the KubeSchedulerConfiguration stanza for the state's (or --from's) GPUs and exit.",
+        ),
+    ] = False,
 ) -> None:
     """Serve OrigaMIG online: VM requests, the live snapshot, and a Kubernetes scheduler extender."""
-    for module in ("starlette", "uvicorn"):
-        require_extra(module, "serve", "origamig serve")
     if clock not in ("wall", "replay"):
         raise UserError(f"--clock: {clock!r} is not 'wall' or 'replay'")
     host, port = parse_listen(listen)
+    if print_k8s_config:
+        _print_k8s_config(state, seed, host, port, tls_cert is not None, client_ca is not None)
+        return
+    for module in ("starlette", "uvicorn"):
+        require_extra(module, "serve", "origamig serve")
+    from origamig.serve.tls import tls_options
+
+    if token_file is None:
+        raise UserError("--token-file: required (the bearer token every client sends)")
     token = read_token(token_file)
+    tls = tls_options(tls_cert, tls_key, client_ca)
     options = parse_options(option or [], [POLICY])
-    serve(ServeConfig(state, seed, host, port, token, options, clock))
+    intra = None if intra_pm_moves is None else intra_pm_moves is Switch.TRUE
+    config = ServeConfig(
+        state, seed, host, port, token, options, clock, step_timeout, optimizer is OnOff.ON, intra, tls
+    )
+    serve(config)
+
+
+def _print_k8s_config(
+    state: Path, seed: Path | None, host: str, port: int, tls: bool, client_ca: bool
+) -> None:
+    from origamig.serve.scheduler_config import scheduler_stanza
+    from origamig.serve.store import Store
+    from origamig.snapshot.document import load_snapshot, parse_snapshot
+
+    if state.exists():
+        store = Store(state)
+        try:
+            pms = parse_snapshot({**store.document(), "vms": []}).pms
+        finally:
+            store.close()
+    elif seed is not None:
+        pms = load_snapshot(seed).pms
+    else:
+        raise UserError(f"--print-k8s-config: {state} holds no state yet: give --from SNAPSHOT.json")
+    url = f"{'https' if tls else 'http'}://{host}:{port}"
+    typer.echo(scheduler_stanza(pms, url, tls, client_ca), nl=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -22,9 +22,10 @@ from origamig.errors import UserError
 from origamig.files import parse_json_text
 from origamig.serve.k8s import filter_nodes, prioritize_nodes
 from origamig.serve.kubevirt import kubevirt_flow
-from origamig.serve.live import DuplicateVm, Live, StepConflict, UnknownPlan
+from origamig.serve.live import Conflict, DuplicateVm, Live, StepConflict, UnknownPlan
 from origamig.serve.replay import ReplayClock
 from origamig.serve.requests import RequestError
+from origamig.serve.tls import client_subject
 
 # Changes run in worker threads (their commit waits for the disk without holding up the event loop);
 # reads run on the loop.
@@ -76,13 +77,16 @@ def build_app(live: Live, token: str, clock: ReplayClock | None = None) -> Starl
     def guarded(handler: Handler) -> Handler:
         async def run(request: Request) -> Response:
             given = request.headers.get("authorization", "").encode()
-            if not hmac.compare_digest(given, expected):
-                return error_response(401, ["Authorization: missing or wrong bearer token"])
+            # A client certificate the TLS handshake verified against --client-ca stands for the token.
+            if client_subject(request.scope) is None and not hmac.compare_digest(given, expected):
+                return error_response(
+                    401, ["Authorization: missing or wrong bearer token (and no verified client certificate)"]
+                )
             try:
                 return await handler(request)
             except HttpError as exc:
                 return error_response(exc.status, exc.problems)
-            except (DuplicateVm, StepConflict) as exc:
+            except (DuplicateVm, StepConflict, Conflict) as exc:
                 return error_response(409, exc.problems)
             except UnknownPlan as exc:
                 return error_response(404, exc.problems)
@@ -149,6 +153,10 @@ def build_app(live: Live, token: str, clock: ReplayClock | None = None) -> Starl
         plan = await run_in_threadpool(live.acknowledge, plan_id(request), int(raw), result)
         return JSONResponse(plan.to_json(pm_ids()))
 
+    async def cancel_plan(request: Request) -> Response:
+        plan = await run_in_threadpool(live.cancel, plan_id(request))
+        return JSONResponse(plan.to_json(pm_ids()))
+
     async def plan_kubevirt(request: Request) -> Response:
         plan = live.plan(plan_id(request))
         namespace = request.query_params.get("namespace", "default")
@@ -174,6 +182,7 @@ def build_app(live: Live, token: str, clock: ReplayClock | None = None) -> Starl
         Route("/v1/vms/{vm_id:path}", guarded(get_vm), methods=["GET"]),
         Route("/v1/plans", guarded(list_plans), methods=["GET"]),
         Route("/v1/plans/{plan_id}", guarded(get_plan), methods=["GET"]),
+        Route("/v1/plans/{plan_id}", guarded(cancel_plan), methods=["DELETE"]),
         Route("/v1/plans/{plan_id}/steps/{n}", guarded(ack_step), methods=["POST"]),
         Route("/v1/plans/{plan_id}/kubevirt", guarded(plan_kubevirt), methods=["GET"]),
         Route("/v1/clock", guarded(set_clock), methods=["POST"]),

@@ -11,36 +11,16 @@ Both only read the state: the pod is placed when the VM platform posts it (`POST
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from origamig.cluster.datacenter import DataCenter
-from origamig.cluster.records import MILLI, Placement, VmSpec
-from origamig.policies.arrival_rule import default_fit_on_pm, gi_order
-from origamig.policies.tc.rule import tc_fit_on_pm
+from origamig.cluster.records import VmSpec
+from origamig.policies.arrival_rule import pms_of
+from origamig.serve.fit import PmFit, arrival_fit, fit_on_pm
 from origamig.serve.live import Live
 from origamig.serve.requests import RequestError, pod_entry, read_vm_entry
 
 MAX_PRIORITY = 10  # kube-scheduler's MaxExtenderPriority
-
-PmFit = Callable[[DataCenter, int, VmSpec, tuple[int, ...]], "tuple[Any, Placement] | None"]
-
-
-def _first_fit_on_pm(
-    dc: DataCenter, j: int, vm: VmSpec, order: tuple[int, ...]
-) -> tuple[int, Placement] | None:
-    pl = default_fit_on_pm(dc, j, vm, order)
-    return None if pl is None else (0, pl)
-
-
-# The per-PM fit of each arrival rule of the OrigaMIG policy (`arrival`): key (lower is preferred,
-# ties to the lower PM) and placement, or None.
-ARRIVAL_FITS: dict[str, PmFit] = {"ff": _first_fit_on_pm, "tc": tc_fit_on_pm}
-
-
-def arrival_fit(live: Live) -> PmFit:
-    """The per-PM fit of the live policy's arrival rule (first fit for a policy without `arrival`)."""
-    return ARRIVAL_FITS[getattr(live.policy, "arrival", "ff")]
 
 
 def candidate_names(args: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]] | None]:
@@ -66,7 +46,7 @@ def candidate_names(args: dict[str, Any]) -> tuple[list[str], list[dict[str, Any
 def _pod_vm(live: Live, args: Any) -> VmSpec:
     if not isinstance(args, dict):
         raise RequestError("body: expected ExtenderArgs (an object with Pod and Nodes or NodeNames)")
-    entry = pod_entry(args.get("Pod"))
+    entry = pod_entry(args.get("Pod"), live.most_gis)
     try:
         return read_vm_entry(entry, live.probe)
     except RequestError as exc:
@@ -78,9 +58,8 @@ def _verdicts(live: Live, vm: VmSpec, names: list[str]) -> dict[str, tuple[Any, 
 
     A PM's verdict for a VM shape (CPU, RAM, profiles) is kept until the PM's VMs change
     (`Live.touched`): a cluster changes a few PMs per request, kube-scheduler asks about all of them."""
-    fit = arrival_fit(live)
-    order = gi_order(vm)
-    shape = (vm.cpu_m, vm.ram_mb, tuple((p.gpu_model, p.name) for p in vm.gis))
+    fit = arrival_fit(live.policy)
+    shape = (vm.cpu_m, vm.ram_mb, tuple(tuple((p.gpu_model, p.name) for p in c) for c in vm.gi_choices))
     cache = live.fit_cache
     if len(cache) > CACHE_LIMIT:
         cache.clear()
@@ -88,19 +67,20 @@ def _verdicts(live: Live, vm: VmSpec, names: list[str]) -> dict[str, tuple[Any, 
     with live.lock:
         dc = live.dc
         locked = live.locked
-        of_class = set(dc.class_pms.get(vm.gpu_class, ()))
+        hosts = set(pms_of(dc, vm))
         for name in names:
             j = dc.index.get(name)
             if j is None:
                 out[name] = (None, "not a PM of the origamig snapshot")
             elif j in locked:
                 out[name] = (None, "held by a running migration plan")
-            elif j not in of_class:
-                out[name] = (None, f"no GPU of class {vm.gpu_class}")
+            elif j not in hosts:
+                models = " or ".join(dict.fromkeys(c[0].gpu_model for c in vm.gi_choices))
+                out[name] = (None, f"no {models} GPU")
             else:
                 hit = cache.get((shape, j))
                 if hit is None or hit[0] != live.pm_version[j]:
-                    hit = (live.pm_version[j], _verdict(dc, j, vm, order, fit))
+                    hit = (live.pm_version[j], _verdict(dc, j, vm, fit))
                     cache[(shape, j)] = hit
                 out[name] = hit[1]
     return out
@@ -109,14 +89,10 @@ def _verdicts(live: Live, vm: VmSpec, names: list[str]) -> dict[str, tuple[Any, 
 CACHE_LIMIT = 200_000  # (shape, PM) verdicts kept before the cache starts over
 
 
-def _verdict(dc: DataCenter, j: int, vm: VmSpec, order: tuple[int, ...], fit: PmFit) -> tuple[Any, str]:
-    if not dc.fits_resources(vm, j):
-        free = f"{dc.free_cpu_m(j) / MILLI:g} cores and {dc.free_ram_mb(j) / MILLI:g} GB"
-        return (None, f"needs {vm.cpu:g} cores and {vm.ram_gb:g} GB; free {free}")
-    hit = fit(dc, j, vm, order)
-    if hit is None:
-        return (None, f"no free permitted start slices for every GI ({', '.join(p.name for p in vm.gis)})")
-    return ((hit[0], j), "")
+def _verdict(dc: DataCenter, j: int, vm: VmSpec, fit: PmFit) -> tuple[Any, str]:
+    """PM j's own verdict on the pod: (the rule's key, "") or (None, why it does not fit)."""
+    hit = fit_on_pm(dc, j, vm, fit)
+    return (None, hit) if isinstance(hit, str) else ((hit[0], j), "")
 
 
 def filter_nodes(live: Live, args: Any) -> dict[str, Any]:

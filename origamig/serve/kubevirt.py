@@ -17,6 +17,12 @@ from origamig.cluster.records import VmSpec
 from origamig.serve.plans import LivePlan
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
+# KubeVirt 1.9 live-migrates a VM with one mediated-device vGPU (alpha) and none with SR-IOV vGPUs
+# or passthrough devices (docs/service.md#kubevirt): mark such VMs "migratable": false.
+MULTI_GI_WARNING = (
+    "this VM has several GIs: KubeVirt 1.9 live-migrates one mediated-device vGPU per VM (alpha); "
+    'mark VMs it cannot move "migratable": false'
+)
 PLAN_LABEL = "origamig.io/plan"
 STEP_LABEL = "origamig.io/step"
 
@@ -48,6 +54,9 @@ def kubevirt_flow(plan: LivePlan, specs: Mapping[str, VmSpec], namespace: str = 
     for n, step in enumerate(plan.steps):
         item: dict[str, Any] = {"n": n, "status": plan.step_status(n), "op": step["op"], "step": dict(step)}
         if step["op"] == "migrate":
+            vm = specs.get(str(step["vm"]))
+            if vm is not None and len(vm.gis) > 1:
+                item["warning"] = MULTI_GI_WARNING
             if step["from"] != step["to"]:
                 item["manifest"] = migration_manifest(plan.id, n, step, namespace)
             else:

@@ -16,20 +16,25 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from origamig.cluster.datacenter import DataCenter
-from origamig.cluster.records import Placement
-from origamig.errors import SnapshotError, UserError
-from origamig.policies.base import Deferred, Placed, Policy, Rejection, Work
+from origamig.cluster.records import GiSlot, Placement, VmSpec
+from origamig.errors import PlacementError, SnapshotError, UserError
+from origamig.policies.base import ArrivalDecision, Deferred, Placed, Policy, Rejection, Work
+from origamig.serve.fit import arrival_fit, fit_on_pm
 from origamig.serve.plans import (
     ABORTED,
+    CANCELLED,
     DONE,
     FAILED,
     RUNNING,
+    STEP_DONE,
+    STEP_FAILED,
     LivePlan,
     finished,
+    leftovers,
     placement_after,
     step_problem,
 )
-from origamig.serve.requests import probe_document, read_vm_entry
+from origamig.serve.requests import RequestError, most_gis, probe_document, read_vm_entry
 from origamig.serve.store import Store, StoreError
 from origamig.snapshot.document import parse_snapshot, placement_json, snapshot_document
 
@@ -46,6 +51,27 @@ class UnknownPlan(UserError):
 
 class StepConflict(UserError):
     """An acknowledgement of a step that is not the plan's next one (HTTP 409)."""
+
+
+class Conflict(UserError):
+    """A request that the live state refuses as it is (HTTP 409): a VM placed by others that does
+    not fit where it is said to run."""
+
+
+# The fields of a VM request (`POST /v1/vms`): a snapshot VM entry (docs/formats.md#snapshot) and,
+# for a VM placed by others, the node it is bound to (`pm`) or its whole placement.
+REQUEST_KEYS = (
+    "id",
+    "cpu",
+    "ram_gb",
+    "gis",
+    "gpu_model",
+    "accept_weight",
+    "migration_penalty",
+    "migratable",
+    "pm",
+    "placement",
+)
 
 
 @dataclass(frozen=True)
@@ -70,9 +96,10 @@ class Arrival:
 class Live:
     """The stored state, in memory, and the policy that places arrivals on it."""
 
-    def __init__(self, store: Store, policy: Policy) -> None:
+    def __init__(self, store: Store, policy: Policy, step_timeout_s: float | None = None) -> None:
         self.store = store
         self.policy = policy
+        self.step_timeout_s = step_timeout_s  # a running plan's next step not acknowledged in time aborts it
         document = store.document()
         try:
             snap = parse_snapshot(_switched_on(document))
@@ -84,6 +111,7 @@ class Live:
         self.seed = dataclasses.replace(snap, document={k: v for k, v in document.items() if k != "vms"})
         self.dc: DataCenter = snap.datacenter()
         self.probe = probe_document(document)
+        self.most_gis = most_gis(self.dc.pms)  # a request for more GIs is refused at once
         self.lock = threading.RLock()  # the in-memory state: held briefly, by readers too
         self.writing = threading.RLock()  # one change at a time, held until it is committed (then `lock`)
         self.pm_version = [0] * len(self.dc.pms)  # bumped whenever a PM's VMs change (`touched`)
@@ -108,16 +136,30 @@ class Live:
 
     # --- requests --------------------------------------------------------------------------------
     def arrive(self, raw: Any) -> Arrival:
-        """Place, queue or reject VM request `raw` (a snapshot VM entry without placement)."""
-        vm = read_vm_entry(raw, self.probe)
-        entry = copy.deepcopy(raw)
+        """Place, queue or reject VM request `raw` (a snapshot VM entry without placement), or record
+        a VM placed by others: `"pm"` (the node a scheduler bound it to: the rule chooses its GIs'
+        starts there) or `"placement"` (a VM already running, recorded as given). A VM placed by
+        others that does not fit the live state is a `Conflict` (HTTP 409)."""
+        if isinstance(raw, dict):
+            unknown = sorted(k for k in raw if k not in REQUEST_KEYS)
+            if unknown:
+                known = ", ".join(REQUEST_KEYS)
+                raise RequestError([f"{k}: not a field of a VM request (fields: {known})" for k in unknown])
+            if "pm" in raw and "placement" in raw:
+                raise RequestError('pm: give "pm" (the node it is bound to) or "placement", not both')
+        vm = read_vm_entry(raw, self.probe, self.most_gis)
+        entry = copy.deepcopy({k: v for k, v in raw.items() if k not in ("pm", "placement")})
         with self.writing:
             with self.lock:
                 dc = self.dc
                 if vm.id in dc.vms or vm.id in dc.pending:
                     raise DuplicateVm(f"id: {vm.id!r} is already known")
                 now = self.now()
-                decision = self.policy.arrive(dc, vm, now, self.locked)
+                if "pm" in raw or "placement" in raw:
+                    decision: ArrivalDecision = Placed(self._placed_by_others(raw, vm))
+                    self.policy.arrive(dc, vm, now, frozenset(range(len(dc.pms))))  # its bookkeeping only
+                else:
+                    decision = self.policy.arrive(dc, vm, now, self.locked)
                 if isinstance(decision, Rejection):
                     return Arrival(vm.id, "rejected", reason=decision.reason)
                 if isinstance(decision, Placed):
@@ -146,6 +188,48 @@ class Live:
         if isinstance(decision, Deferred):
             return Arrival(vm.id, "pending", reason=decision.reason)
         return Arrival(vm.id, "placed", placement=where)
+
+    def _placed_by_others(self, raw: dict[str, Any], vm: VmSpec) -> Placement:
+        """Where a VM placed by others runs: at `raw["placement"]` as given, or on `raw["pm"]` where
+        the arrival rule puts its GIs; `RequestError` (400) for a malformed field, `Conflict` (409)
+        when it does not fit the live state there."""
+        dc = self.dc
+        if "pm" in raw:
+            j = self._pm_index(raw["pm"], "pm")
+            hit = fit_on_pm(dc, j, vm, arrival_fit(self.policy))
+            if isinstance(hit, str):
+                raise Conflict(f"pm: {vm.id} does not fit {dc.pms[j].id} now: {hit}")
+            return hit[1]
+        pl = self._read_placement(raw["placement"], vm)
+        probe = dc.copy()
+        try:
+            probe.place(vm, pl)
+        except PlacementError as exc:
+            raise Conflict([f"placement: {line}" for line in exc.problems]) from None
+        return pl
+
+    def _pm_index(self, name: Any, where: str) -> int:
+        if not isinstance(name, str) or name not in self.dc.index:
+            raise RequestError(f"{where}: {name!r} is not a PM of the service")
+        return self.dc.index[name]
+
+    def _read_placement(self, raw: Any, vm: VmSpec) -> Placement:
+        """`{"pm": <id>, "gis": [{"gpu", "start"}, ...]}` (docs/formats.md#snapshot) as a Placement."""
+        if not isinstance(raw, dict) or not isinstance(raw.get("gis"), list):
+            raise RequestError('placement: expected {"pm": <PM id>, "gis": [{"gpu": .., "start": ..}]}')
+        j = self._pm_index(raw.get("pm"), "placement.pm")
+        if len(raw["gis"]) != len(vm.gis):
+            raise RequestError(f"placement.gis: {len(raw['gis'])} slots for the VM's {len(vm.gis)} GIs")
+        slots = []
+        for n, slot in enumerate(raw["gis"]):
+            gpu = slot.get("gpu") if isinstance(slot, dict) else None
+            start = slot.get("start") if isinstance(slot, dict) else None
+            if not all(
+                isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= 1024 for x in (gpu, start)
+            ):
+                raise RequestError(f'placement.gis[{n}]: expected {{"gpu": <index>, "start": <slice>}}')
+            slots.append(GiSlot(gpu, start))  # type: ignore[arg-type]
+        return Placement(j, tuple(slots))
 
     def depart(self, vm_id: str) -> bool:
         """Remove VM `vm_id` (running or pending); False when the service does not know it."""
@@ -210,7 +294,9 @@ class Live:
         plan = None
         if work.applied and steps:
             dc = self.dc
-            pms = set(work.pms)
+            # A plan holds the PMs its steps name; a replay's also holds its call's neighborhood, as
+            # the simulator does until the call ends (its steps are acknowledged then).
+            pms = set(work.pms) if hold else set()
             pms.update(dc.index[s[k]] for s in steps for k in ("pm", "from", "to") if k in s)
             moved = {str(s["vm"]) for s in steps if "vm" in s}
             plan = LivePlan(
@@ -225,6 +311,7 @@ class Live:
                 pms=frozenset(pms),
                 gain=work.call.gain if work.call is not None else None,
                 modeled_s=work.modeled_s,
+                step_since_s=now,
             )
         if plan is not None:
             with self.store.transaction() as db:
@@ -243,26 +330,59 @@ class Live:
         return plan
 
     def plan(self, plan_id: int) -> LivePlan:
-        """The plan, its next step checked against the live state first: a step that no longer fits
-        aborts the plan (the optimizer then replans from the real state)."""
+        """The plan, its next step checked against the live state first: a step that no longer fits,
+        or that waited longer than the step timeout, aborts the plan (the optimizer then replans from
+        the real state)."""
         with self.writing, self.lock:
             plan = self.plans.get(plan_id)
             if plan is None:
                 raise UnknownPlan(f"plan: {plan_id} is not a plan of the service")
             n = plan.next_step
+            if n is not None and self._timed_out(plan):
+                return self._end(
+                    plan, ABORTED, f"step {n} was not acknowledged within {self.step_timeout_s:g} s"
+                )
             if n is not None:
                 problem = step_problem(self.dc, plan, n)
                 if problem is not None:
                     plan = self._end(plan, ABORTED, f"step {n} no longer fits the live state: {problem}")
             return plan
 
+    def _timed_out(self, plan: LivePlan) -> bool:
+        limit = self.step_timeout_s
+        return limit is not None and self.now() - plan.step_since_s > limit
+
+    def expire(self) -> None:
+        """Abort the running plan whose next step waited longer than the step timeout (its PMs are
+        freed; called by the optimizer's loop)."""
+        with self.writing, self.lock:
+            plan = self.running_plan()
+            if plan is not None and self._timed_out(plan):
+                self.plan(plan.id)
+
+    def cancel(self, plan_id: int) -> LivePlan:
+        """A client cancels a running plan: later steps are never handed out and its PMs are free;
+        the VMs stay where its acknowledged steps left them. `PlanEnded` (409) once it has ended."""
+        with self.writing, self.lock:
+            plan = self.plan(plan_id)
+            if plan.status != RUNNING:
+                raise StepConflict(f"plan: {plan_id} has already ended ({plan.status})")
+            return self._end(plan, CANCELLED, "cancelled by a client")
+
     def acknowledge(self, plan_id: int, n: int, result: str) -> LivePlan:
         """Step n of the plan was carried out (`done`) or not (`failed`): the state moves only on
-        `done`, after the step is checked once more; `failed` aborts the rest of the plan."""
+        `done`, after the step is checked once more; `failed` aborts the rest of the plan. The same
+        acknowledgement again (a step already done, the step that failed) changes nothing; another
+        result for it is a conflict."""
         with self.writing, self.lock:
             plan = self.plan(plan_id)
             if not 0 <= n < len(plan.steps):
                 raise UnknownPlan(f"step: plan {plan_id} has no step {n} (steps 0 to {len(plan.steps) - 1})")
+            recorded = {STEP_DONE: "done", STEP_FAILED: "failed"}.get(plan.step_status(n))
+            if recorded is not None:
+                if recorded == result:
+                    return plan
+                raise StepConflict(f"step: {n} of plan {plan_id} was acknowledged {recorded!r} already")
             if plan.next_step != n:
                 state = f"its next step is {plan.next_step}" if plan.next_step is not None else plan.status
                 raise StepConflict(f"step: {n} is not the next step of plan {plan_id} ({state})")
@@ -271,7 +391,7 @@ class Live:
             dc = self.dc
             target = placement_after(dc, plan, n + 1)
             changed = {v: pl for v, pl in target.items() if dc.placement.get(v) != pl}
-            plan = replace(plan, done=n + 1)
+            plan = replace(plan, done=n + 1, step_since_s=self.now())
             if plan.done == len(plan.steps):
                 plan = finished(plan, DONE)
             before = {v: dc.placement.get(v) for v in changed}
@@ -303,7 +423,8 @@ class Live:
         self.touched(*range(len(dc.pms)))
 
     def _end(self, plan: LivePlan, status: str, reason: str) -> LivePlan:
-        plan = finished(plan, status, reason)
+        orphans, idle = leftovers(self.dc, plan)
+        plan = replace(finished(plan, status, reason), orphan_gis=orphans, idle_pms=idle)
         with self.store.transaction() as db:
             self.store.put_plan(db, plan.id, plan.to_store(self.dc))
         self.plans[plan.id] = plan

@@ -71,6 +71,7 @@ class Optimizer:
         live = self.live
         due: float | None = None
         while not self.stopping.is_set():
+            live.expire()  # a plan whose next step waited too long is aborted: its PMs are free
             with live.lock:
                 if due is None and live.running_plan() is None:
                     due = live.policy.next_check(live.now())

@@ -19,8 +19,9 @@ from origamig.judge.replay import ReplayResult, replay_plan
 from origamig.snapshot.document import placement_json
 
 # A plan's life: running (steps being handed out) → done (every step acknowledged), failed (a step
-# was reported failed: the rest is aborted) or aborted (a step no longer fits the live state).
-RUNNING, DONE, FAILED, ABORTED = "running", "done", "failed", "aborted"
+# was reported failed: the rest is aborted), aborted (a step no longer fits the live state, or was
+# not acknowledged in time) or cancelled (by a client).
+RUNNING, DONE, FAILED, ABORTED, CANCELLED = "running", "done", "failed", "aborted", "cancelled"
 STEP_DONE, STEP_FAILED, STEP_PENDING, STEP_ABORTED = "done", "failed", "pending", "aborted"
 
 
@@ -42,6 +43,11 @@ class LivePlan:
     gain: float | None = None
     modeled_s: float = 0.0  # the call's deterministic time (docs/simulator.md); when a replay acknowledges it
     rejected_reasons: Mapping[str, str] = field(default_factory=dict)  # why each of `rejected` is
+    step_since_s: float = 0.0  # when its next step became next (made, or the last acknowledgement)
+    # Once ended short of done: GIs its acknowledged create_gi steps made that no VM runs on (destroy
+    # them on the hosts), and the PMs it switched on or was to switch off that host nothing now.
+    orphan_gis: tuple[Mapping[str, Any], ...] = ()
+    idle_pms: tuple[str, ...] = ()
 
     @property
     def next_step(self) -> int | None:
@@ -69,6 +75,9 @@ class LivePlan:
             "pms": sorted(pm_ids[j] for j in self.pms),
             "gain": self.gain,
             "modeled_s": self.modeled_s,
+            "step_since_s": self.step_since_s,
+            "orphan_gis": [dict(g) for g in self.orphan_gis],
+            "idle_pms": list(self.idle_pms),
         }
 
     def to_store(self, dc: DataCenter) -> dict[str, Any]:
@@ -101,6 +110,9 @@ class LivePlan:
             gain=doc["gain"],
             modeled_s=doc.get("modeled_s", 0.0),
             rejected_reasons=dict(doc.get("rejected_reasons", {})),
+            step_since_s=doc.get("step_since_s", doc["created_s"]),
+            orphan_gis=tuple(doc.get("orphan_gis", ())),
+            idle_pms=tuple(doc.get("idle_pms", ())),
         )
 
 
@@ -141,3 +153,27 @@ def placement_after(dc: DataCenter, plan: LivePlan, upto: int) -> dict[str, Plac
 
 def finished(plan: LivePlan, status: str, reason: str = "") -> LivePlan:
     return replace(plan, status=status, reason=reason)
+
+
+def leftovers(dc: DataCenter, plan: LivePlan) -> tuple[tuple[dict[str, Any], ...], tuple[str, ...]]:
+    """What a plan that ended short of done leaves on the hosts: the GIs its acknowledged `create_gi`
+    steps made that no VM runs on (and no acknowledged `destroy_gi` removed), and the PMs it switched
+    on or was to switch off that host no VM now."""
+    done = plan.steps[: plan.done]
+    destroyed = {(s["vm"], s["gi"], s["pm"], s["gpu"], s["start"]) for s in done if s["op"] == "destroy_gi"}
+    orphans = []
+    for n, s in enumerate(done):
+        if s["op"] != "create_gi" or (s["vm"], s["gi"], s["pm"], s["gpu"], s["start"]) in destroyed:
+            continue
+        pl = dc.placement.get(str(s["vm"]))
+        runs_on = (
+            pl is not None
+            and dc.pms[pl.pm].id == s["pm"]
+            and 0 <= s["gi"] < len(pl.gis)
+            and pl.gis[s["gi"]] == GiSlot(s["gpu"], s["start"])
+        )
+        if not runs_on:
+            orphans.append({k: s[k] for k in ("vm", "gi", "pm", "gpu", "start")} | {"step": n})
+    power = {str(s["pm"]) for s in plan.steps if s["op"] in ("power_on", "power_off")}
+    idle = tuple(sorted(pm for pm in power if pm in dc.index and not dc.is_active(dc.index[pm])))
+    return tuple(orphans), idle

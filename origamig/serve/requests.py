@@ -10,10 +10,10 @@ document of a few PMs instead of thousands.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from origamig.cluster.records import VmSpec
+from origamig.cluster.records import PmSpec, VmSpec
 from origamig.errors import SnapshotError, UserError
 from origamig.snapshot.document import parse_snapshot
 
@@ -39,14 +39,31 @@ def probe_document(document: Mapping[str, Any]) -> dict[str, Any]:
     return probe
 
 
-def read_vm_entry(raw: Any, probe: Mapping[str, Any]) -> VmSpec:
-    """The VM of request entry `raw`; `RequestError` names every bad field (`gis[0]: ...`)."""
+def most_gis(pms: Sequence[PmSpec]) -> int:
+    """The most GIs any PM can hold (one per memory slice): a request for more fits nowhere."""
+    return max((sum(g.memory_slices for g in pm.gpus) for pm in pms), default=0)
+
+
+def gi_count_problem(count: int, limit: int, where: str = "gis") -> str | None:
+    """Why `count` GIs are refused at once (more than any PM holds), or None."""
+    if count > limit:
+        return f"{where}: {count} GIs is more than any PM holds (at most {limit})"
+    return None
+
+
+def read_vm_entry(raw: Any, probe: Mapping[str, Any], limit: int | None = None) -> VmSpec:
+    """The VM of request entry `raw` (its `placement`, if any, is read by the caller); `RequestError`
+    names every bad field (`gis[0]: ...`). A request for more than `limit` GIs is refused before it is
+    read."""
     if not isinstance(raw, dict):
         raise RequestError(f"body: expected a VM object, got {type(raw).__name__}")
-    if "placement" in raw:
-        raise RequestError("placement: a request has no placement (the service places it)")
     if not isinstance(raw.get("id"), str) or not raw["id"].strip():
         raise RequestError(f"id: {raw.get('id')!r} is not a non-empty string")
+    gis = raw.get("gis")
+    problem = gi_count_problem(len(gis), limit) if isinstance(gis, list) and limit is not None else None
+    if problem is not None:
+        raise RequestError(problem)
+    raw = {k: v for k, v in raw.items() if k != "placement"}
     try:
         snap = parse_snapshot({**probe, "vms": [raw]})
     except SnapshotError as exc:
@@ -82,9 +99,10 @@ def quantity(value: Any, where: str) -> float:
     return float(match.group(1)) * _SUFFIX[match.group(2)]
 
 
-def pod_entry(pod: Any) -> dict[str, Any]:
+def pod_entry(pod: Any, limit: int | None = None) -> dict[str, Any]:
     """The VM request entry of `pod`: its MIG GIs (limits, else requests, of every container), its
-    CPU requests in cores and its memory requests in GB; id `namespace/name`."""
+    CPU requests in cores and its memory requests in GB; id `namespace/name`. A pod asking for more
+    than `limit` GIs in all is refused before any list is built."""
     if not isinstance(pod, dict):
         raise RequestError("Pod: expected an object")
     meta = pod.get("metadata") or {}
@@ -107,6 +125,10 @@ def pod_entry(pod: Any) -> dict[str, Any]:
                 count = quantity(limits.get(key, requests.get(key)), f"{where}.limits.{key}")
                 if count != int(count) or count < 0:
                     raise RequestError(f"{where}.limits.{key}: {count:g} is not a whole number of GIs")
+                total = len(gis) + count
+                problem = gi_count_problem(int(total), limit, "Pod") if limit is not None else None
+                if problem is not None:
+                    raise RequestError(problem)
                 gis += [key.removeprefix(MIG_RESOURCE)] * int(count)
         if "cpu" in requests:
             cpu += quantity(requests["cpu"], f"{where}.requests.cpu")
