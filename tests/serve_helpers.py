@@ -67,8 +67,9 @@ class Server:
             cmd += ["-o", opt]
         return cmd + self.extra
 
-    def start(self) -> Server:
-        self.port = free_port()
+    def start(self, port: int | None = None) -> Server:
+        """Start the process (on `port`, e.g. the one it had before a restart; else a free one)."""
+        self.port = port or free_port()
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         self.log = (self.tmp / f"server-{self.port}.log").open("w")
         self.proc = subprocess.Popen(
