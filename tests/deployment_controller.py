@@ -40,6 +40,7 @@ class View:
         self.placement: dict[str, dict[str, Any]] = dict(running)  # vm -> {"pm", "gis": [{"gpu", "start"}]}
         self.pending: set[str] = set()
         self.created: dict[tuple[str, int], dict[str, Any]] = {}  # GIs made for a move not made yet
+        self.cleaned: set[int] = set()  # ended plans whose leftover GIs were destroyed
         self.next_event = 0
 
     def apply(self, entry: dict[str, Any]) -> None:
@@ -56,6 +57,7 @@ class View:
         elif kind == "acked" and entry["result"] == "done":
             self._did(entry["step"])
         elif kind == "cleaned":
+            self.cleaned.add(entry["plan"])
             for gi in entry["gis"]:
                 self.created.pop((gi["vm"], gi["gi"]), None)
         elif kind == "gone":
@@ -190,10 +192,14 @@ class Controller:
         """Run (or fail) a few steps of the running plan; clean up after ended plans."""
         plans = self.request("GET", "/v1/plans").json()["plans"]
         for p in plans:
-            if p["status"] in ("failed", "aborted", "cancelled") and p["orphan_gis"]:
-                ours = [g for g in p["orphan_gis"] if (g["vm"], g["gi"]) in self.view.created]
-                if ours:
-                    self.record({"kind": "cleaned", "plan": p["id"], "gis": ours})
+            if p["status"] in ("failed", "aborted", "cancelled") and p["id"] not in self.view.cleaned:
+                made = self.view.created
+                ours = [
+                    g
+                    for g in p["orphan_gis"]
+                    if made.get((g["vm"], g["gi"])) == {k: g[k] for k in ("gpu", "start")}
+                ]
+                self.record({"kind": "cleaned", "plan": p["id"], "gis": ours})
         if event in QUIET:
             time.sleep(0.8)  # nobody acknowledges: the plan's step timeout runs out
             return

@@ -28,9 +28,9 @@ OPTIONS = ("check_interval_s=0.3", "deterministic=true", "work_limit=100000")
 
 
 def fleet() -> dict[str, Any]:
-    """Three 8x H100 and two 4x A100-80GB servers, a few VMs running."""
-    pms = [{"id": f"h{n}", "cpu": 96, "ram_gb": 768, "gpus": [H] * 8} for n in range(3)]
-    pms += [{"id": f"a{n}", "cpu": 64, "ram_gb": 512, "gpus": [A] * 4} for n in range(2)]
+    """Three 8x H100 and two 4x A100-80GB servers, a few VMs running; tight enough that pods wait."""
+    pms = [{"id": f"h{n}", "cpu": 64, "ram_gb": 512, "gpus": [H] * 8} for n in range(3)]
+    pms += [{"id": f"a{n}", "cpu": 32, "ram_gb": 256, "gpus": [A] * 4} for n in range(2)]
     vms = [
         running("base-0", "2g.20gb", "h0", 0, 2),
         running("base-1", "1g.10gb", "a0", 1, 3),

@@ -36,8 +36,9 @@ OPTIONS = {
 }
 PMS = 6
 PROFILES = ("1g.5gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb")
-SAMPLES = [7.3 + 23.0 * k for k in range(30)]  # off the 10-s check grid
-END_S = 900.0
+REQUESTS = 200
+SAMPLES = [7.3 + 23.0 * k for k in range(90)]  # off the 10-s check grid
+END_S = 2100.0
 SAMPLE, CALL_END, DEPARTURE, ARRIVAL = -1, 0, 1, 2  # same-time order of sim/events.py (samples first)
 
 
@@ -57,7 +58,7 @@ def write_inputs(tmp: Path, seed: int) -> tuple[Path, Path]:
         w = csv.writer(fh)
         w.writerow(["id", "arrival_s", "lifetime_s", "gpu_model", "gis", "cpu", "ram_gb"])
         t = 0.0
-        for i in range(60):
+        for i in range(REQUESTS):
             t += rng.uniform(0.5, 9.5)
             gis = ";".join(
                 rng.choice(["1g.5gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"])

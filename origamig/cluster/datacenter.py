@@ -227,6 +227,20 @@ class DataCenter:
         for v in starting:
             del self.pending[v]
 
+    def reorder_as_applied(self, moving: Sequence[str], starting: Sequence[str]) -> None:
+        """Put running VMs in the order `apply_placement` of their moves would have left them in:
+        each PM's VMs keep their order but for `moving`, then `starting`, which come last, in that
+        order; `starting` also come last among the running VMs. For a state that made the same moves
+        one at a time (a plan run step by step), so that what is built from it next (a call's region)
+        sees the same order. Counters are not touched."""
+        for v in (*moving, *starting):
+            pm = self._pm[self.placement[v].pm]
+            del pm.vms[v]
+            pm.vms[v] = None
+        for v in starting:
+            self.vms[v] = self.vms.pop(v)
+            self.placement[v] = self.placement.pop(v)
+
     def copy(self) -> DataCenter:
         """An independent copy (specs shared, mutable state copied) — plan on it, not on the live state."""
         new = DataCenter.__new__(DataCenter)

@@ -19,6 +19,7 @@ from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import GiSlot, Placement, VmSpec
 from origamig.errors import PlacementError, SnapshotError, UserError
 from origamig.policies.base import ArrivalDecision, Deferred, Placed, Policy, Rejection, Work
+from origamig.policies.runtime import CallEnd, Runtime
 from origamig.serve.fit import arrival_fit, fit_on_pm
 from origamig.serve.plans import (
     ABORTED,
@@ -98,7 +99,6 @@ class Live:
 
     def __init__(self, store: Store, policy: Policy, step_timeout_s: float | None = None) -> None:
         self.store = store
-        self.policy = policy
         self.step_timeout_s = step_timeout_s  # a running plan's next step not acknowledged in time aborts it
         document = store.document()
         try:
@@ -118,21 +118,53 @@ class Live:
         self.fit_cache: dict[Any, tuple[int, Any]] = {}  # the extender's verdicts, with the PM's version
         # The policy's clock: wall seconds (a restart keeps counting), or a replay's simulated ones.
         self.now: Callable[[], float] = time.time
-        self.held: tuple[Work, float] | None = None  # a replay's call that changed nothing, until then
+        # The policy's life cycle (policies/runtime.py), with this live state as its effects.
+        self.runtime = Runtime(self.dc, policy, self)
         self.plans: dict[int, LivePlan] = {p["id"]: LivePlan.from_store(p, self.dc) for p in store.plans()}
         self.rejected: dict[str, str] = store.rejected()  # VM id → why the optimizer gave up on it
-        self.works: dict[int, Work] = {}  # the call behind each running plan (not kept over a restart)
+        self.works: dict[int, Work] = {}  # the call behind each running plan
         # Arrivals and departures seen while a call runs elsewhere, replayed on the policy it returns.
         self.recording: list[tuple[str, Any, float]] | None = None
+        for plan in self.plans.values():  # after a restart, a running plan holds its PMs again
+            if plan.status == RUNNING:
+                stub = Work(
+                    plan.kind, plan.pms, {}, plan.admitted, plan.rejected, reasons=plan.rejected_reasons
+                )
+                self.works[plan.id] = stub
+                self.runtime.start(stub, self.now(), plan.pms)
+
+    @property
+    def policy(self) -> Policy:
+        return self.runtime.policy
+
+    @policy.setter
+    def policy(self, policy: Policy) -> None:
+        self.runtime.policy = policy
 
     @property
     def locked(self) -> frozenset[int]:
-        """PMs that arrivals may not take: those of the running plan (or of a replay's held call)."""
-        held = self.held[0].pms if self.held is not None else frozenset()
-        return held.union(*(p.pms for p in self.plans.values() if p.status == RUNNING))
+        """PMs that arrivals may not take: those the running calls hold (their plans' PMs, a replay's
+        call its neighborhood until its modeled end)."""
+        return self.runtime.locked
 
-    def running_plan(self) -> LivePlan | None:
-        return next((p for p in self.plans.values() if p.status == RUNNING), None)
+    def running_plans(self) -> list[LivePlan]:
+        return [p for p in self.plans.values() if p.status == RUNNING]
+
+    # --- the runtime's effects (the store is written around each change, below) ----------------
+    def placed(self, vm: VmSpec, placement: Placement, now: float) -> None:
+        self.touched(placement.pm)
+
+    def deferred(self, vm: VmSpec, now: float) -> None:
+        pass  # the request's row is written by `arrive`
+
+    def departed(self, vm_id: str, placement: Placement, now: float) -> None:
+        self.touched(placement.pm)
+
+    def call_started(self, work: Work, now: float) -> None:
+        pass  # an applied call's plan was stored by `adopt`
+
+    def call_ended(self, work: Work, end: CallEnd, now: float) -> None:
+        self._store_rejections(end.rejected, work.kind, work.reasons)
 
     # --- requests --------------------------------------------------------------------------------
     def arrive(self, raw: Any) -> Arrival:
@@ -155,20 +187,20 @@ class Live:
                 if vm.id in dc.vms or vm.id in dc.pending:
                     raise DuplicateVm(f"id: {vm.id!r} is already known")
                 now = self.now()
+                decision: ArrivalDecision
                 if "pm" in raw or "placement" in raw:
-                    decision: ArrivalDecision = Placed(self._placed_by_others(raw, vm))
-                    self.policy.arrive(dc, vm, now, frozenset(range(len(dc.pms))))  # its bookkeeping only
+                    given = self._placed_by_others(raw, vm)
+                    self.runtime.record(vm, given, now)
+                    decision = Placed(given)
                 else:
-                    decision = self.policy.arrive(dc, vm, now, self.locked)
+                    decision = self.runtime.arrive(vm, now)
                 if isinstance(decision, Rejection):
                     return Arrival(vm.id, "rejected", reason=decision.reason)
-                if isinstance(decision, Placed):
-                    dc.place(vm, decision.placement)
-                    self.touched(decision.placement.pm)
-                    where = placement_json(dc.pms, {vm.id: decision.placement})[vm.id]
-                else:
-                    dc.add_pending(vm)
-                    where = None
+                where = (
+                    placement_json(dc.pms, {vm.id: decision.placement})[vm.id]
+                    if isinstance(decision, Placed)
+                    else None
+                )
                 self.entries[vm.id] = entry
             try:  # outside the state lock: readers go on while the change is made durable
                 with self.store.transaction() as db:
@@ -238,31 +270,16 @@ class Live:
                 dc = self.dc
                 if vm_id not in dc.vms and vm_id not in dc.pending:
                     return False
-                entry = self.entries.pop(vm_id)
+            # Made durable first; the in-memory state follows once it is (`writing` keeps others out).
+            with self.store.transaction() as db:
+                self.store.remove_vm(db, vm_id)
+            with self.lock:
+                del self.entries[vm_id]
                 if vm_id in dc.pending:
-                    order = list(dc.pending)
-                    spec, where = dc.drop_pending(vm_id), None
+                    dc.drop_pending(vm_id)
                 else:
-                    spec, where = dc.vms[vm_id], dc.remove(vm_id)
-                    self.touched(where.pm)
-            try:  # outside the state lock, as in `arrive`
-                with self.store.transaction() as db:
-                    self.store.remove_vm(db, vm_id)
-            except BaseException:
-                with self.lock:
-                    self.entries[vm_id] = entry
-                    if where is not None:
-                        dc.place(spec, where)
-                        self.touched(where.pm)
-                    else:  # back to its place in the queue
-                        rest = [dc.drop_pending(v) for v in order[order.index(vm_id) + 1 :]]
-                        for back in (spec, *rest):
-                            dc.add_pending(back)
-                raise
-            if where is not None:
-                with self.lock:
                     now = self.now()
-                    self.policy.depart(dc, vm_id, now)
+                    self.runtime.depart(vm_id, now)
                     if self.recording is not None:
                         self.recording.append(("depart", vm_id, now))
             return True
@@ -273,12 +290,14 @@ class Live:
             self.pm_version[j] += 1
 
     # --- the optimizer's calls -------------------------------------------------------------------
-    def adopt(self, policy: Policy, work: Work | None, now: float, hold: bool = False) -> LivePlan | None:
-        """Take the policy back from a call made on a copy of the state (the arrivals and departures
-        seen meanwhile are told to it again, in order), drop the pending VMs the call rejected, and
-        turn an applied call into a running plan. With `hold` (a replay), a call without a plan
-        keeps its PMs until its modeled time has passed (`end_held`), as in the simulator. Call with
-        `writing` and `lock` held."""
+    def adopt(self, policy: Policy, works: list[Work], now: float, hold: bool = False) -> list[Work]:
+        """Take the policy back from a check made on a copy of the state (the arrivals and departures
+        seen meanwhile are told to it again, in order) and start its calls: an applied call becomes a
+        running plan that holds the PMs its steps name (with `hold`, a replay's, its neighborhood as
+        well); a call without a plan ends now — or, with `hold`, when its modeled time has passed
+        (`serve/replay.py` ends it), holding its neighborhood meanwhile, as in the simulator. The
+        calls without a plan that are still running are returned. Call with `writing` and `lock`
+        held."""
         every_pm = frozenset(range(len(self.dc.pms)))
         for kind, what, t in self.recording or ():
             if kind == "arrive":  # for the policy's bookkeeping only (the VM was placed): with every
@@ -287,46 +306,52 @@ class Live:
                 policy.depart(self.dc, what, t)
         self.recording = None
         self.policy = policy
-        if work is None:
-            return None
-        rejected = tuple(v for v in work.rejected if v in self.dc.pending)
-        steps = tuple(s.to_dict() for s in work.plan.steps) if work.plan is not None else ()
-        plan = None
-        if work.applied and steps:
-            dc = self.dc
-            # A plan holds the PMs its steps name; a replay's also holds its call's neighborhood, as
-            # the simulator does until the call ends (its steps are acknowledged then).
-            pms = set(work.pms) if hold else set()
-            pms.update(dc.index[s[k]] for s in steps for k in ("pm", "from", "to") if k in s)
-            moved = {str(s["vm"]) for s in steps if "vm" in s}
-            plan = LivePlan(
-                id=max(self.plans, default=0) + 1,
-                kind=work.kind,
-                created_s=now,
-                steps=steps,
-                base={v: pl for v, pl in dc.placement.items() if v in moved},
-                admitted=tuple(v for v in work.admitted if v in dc.pending),
-                rejected=rejected,
-                rejected_reasons={v: work.reasons[v] for v in rejected if v in work.reasons},
-                pms=frozenset(pms),
-                gain=work.call.gain if work.call is not None else None,
-                modeled_s=work.modeled_s,
-                step_since_s=now,
-            )
-        if plan is not None:
-            with self.store.transaction() as db:
-                self.store.put_plan(db, plan.id, plan.to_store(self.dc))
-        if not hold:  # the call has ended (a replay's ends later: `end_held`, or with its plan)
-            self._reject(rejected, work.kind, work.reasons)
-        if plan is None:
-            ended = work if not steps else replace(work, applied=False)
+        held: list[Work] = []
+        for work in works:
+            plan = self._plan_of(work, now, hold)
+            if plan is not None:
+                self.plans[plan.id] = plan
+                self.works[plan.id] = work
+                self.runtime.start(work, now, plan.pms)
+                continue
+            # An applied call without steps to run changes nothing: it ends as not applied.
+            ended = replace(work, applied=False) if work.applied else work
             if hold:
-                self.held = (ended, now + work.modeled_s)
+                self.runtime.start(ended, now)
+                held.append(ended)
             else:
-                self.policy.finished(self.dc, ended, now)
+                self.runtime.start(ended, now, frozenset())
+                self.runtime.end_call(ended, now, apply=False)
+        return held
+
+    def _plan_of(self, work: Work, now: float, hold: bool) -> LivePlan | None:
+        """The running plan of an applied call (stored), or None when it has no steps to run."""
+        steps = tuple(s.to_dict() for s in work.plan.steps) if work.plan is not None else ()
+        if not (work.applied and steps):
             return None
-        self.plans[plan.id] = plan
-        self.works[plan.id] = work
+        dc = self.dc
+        # A plan holds the PMs its steps name; a replay's also holds its call's neighborhood, as
+        # the simulator does until the call ends (its steps are acknowledged then).
+        pms = set(work.pms) if hold else set()
+        pms.update(dc.index[s[k]] for s in steps for k in ("pm", "from", "to") if k in s)
+        moved = {str(s["vm"]) for s in steps if "vm" in s}
+        rejected = tuple(v for v in work.rejected if v in dc.pending)
+        plan = LivePlan(
+            id=max(self.plans, default=0) + 1,
+            kind=work.kind,
+            created_s=now,
+            steps=steps,
+            base={v: pl for v, pl in dc.placement.items() if v in moved},
+            admitted=tuple(v for v in work.admitted if v in dc.pending),
+            rejected=rejected,
+            rejected_reasons={v: work.reasons[v] for v in rejected if v in work.reasons},
+            pms=frozenset(pms),
+            gain=work.call.gain if work.call is not None else None,
+            modeled_s=work.modeled_s,
+            step_since_s=now,
+        )
+        with self.store.transaction() as db:
+            self.store.put_plan(db, plan.id, plan.to_store(dc))
         return plan
 
     def plan(self, plan_id: int) -> LivePlan:
@@ -356,9 +381,9 @@ class Live:
         """Abort the running plan whose next step waited longer than the step timeout (its PMs are
         freed; called by the optimizer's loop)."""
         with self.writing, self.lock:
-            plan = self.running_plan()
-            if plan is not None and self._timed_out(plan):
-                self.plan(plan.id)
+            for plan in self.running_plans():
+                if self._timed_out(plan):
+                    self.plan(plan.id)
 
     def cancel(self, plan_id: int) -> LivePlan:
         """A client cancels a running plan: later steps are never handed out and its PMs are free;
@@ -431,35 +456,31 @@ class Live:
         self._finished(plan, applied=False)
         return plan
 
-    def end_held(self) -> None:
-        """A replay's held call has run its modeled time: its rejections, and the policy is told."""
-        if self.held is not None:
-            work, _ = self.held
-            self.held = None
-            self._reject(work.rejected, work.kind, work.reasons)
-            self.policy.finished(self.dc, work, self.now())
-
-    def _reject(self, vms: tuple[str, ...], kind: str, reasons: Mapping[str, str]) -> None:
-        """Pending VMs a call gave up on leave the queue (those still in it), each with its reason
-        (`call/reasons.py`)."""
-        gone = [v for v in vms if v in self.dc.pending]
-        if not gone:
+    def _store_rejections(self, vms: tuple[str, ...], kind: str, reasons: Mapping[str, str]) -> None:
+        """Pending VMs a call gave up on (already out of the queue) are stored as rejected, each with
+        its reason (`call/reasons.py`)."""
+        if not vms:
             return
-        why = {v: f"an optimizer {kind} call left it out: {reasons[v]}" if v in reasons else "" for v in gone}
+        why = {v: f"an optimizer {kind} call left it out: {reasons[v]}" if v in reasons else "" for v in vms}
         why = {v: text or REJECTED_BY_CALL.format(kind=kind) for v, text in why.items()}
         with self.store.transaction() as db:
-            for v in gone:
+            for v in vms:
                 self.store.reject_vm(db, v, why[v])
-        for v in gone:
-            self.dc.drop_pending(v)
+        for v in vms:
             del self.entries[v]
             self.rejected[v] = why[v]
 
     def _finished(self, plan: LivePlan, applied: bool) -> None:
-        self._reject(plan.rejected, plan.kind, plan.rejected_reasons)
+        """A plan has ended: its call ends (its steps already moved the state, one at a time; a done
+        plan leaves its VMs in the order the simulator's one-go apply would)."""
         work = self.works.pop(plan.id, None)
+        if applied and work is not None:
+            target = [v for v in work.target if v in self.dc.placement]
+            moving = [v for v in target if v in plan.base and plan.base[v] != work.target[v]]
+            starting = [v for v in target if v in plan.admitted]
+            self.dc.reorder_as_applied(moving, starting)
         if work is not None:
-            self.policy.finished(self.dc, work if applied else replace(work, applied=False), self.now())
+            self.runtime.end_call(work, self.now(), apply=False, applied=work.applied and applied)
 
     # --- reading ---------------------------------------------------------------------------------
     def vm_status(self, vm_id: str) -> dict[str, Any] | None:

@@ -1,11 +1,12 @@
 """The background optimizer: the policy's periodic work on the live state, in a worker process.
 
-At each time the policy asks for (`next_check`), when no plan is running, the policy and a copy of
-the state are sent to a worker process, which runs `policy.work` there (Algorithm 1's triggers, the
-neighborhood, the restricted BILP, the executor) and sends back the policy and its `Work`. The API
-keeps answering meanwhile; the arrivals and departures it saw are told to the returned policy
-(`Live.adopt`), and an applied call becomes the plan the VM platform runs step by step. As in the
-simulator, no check is made while a plan runs; one call per check.
+At each time the policy asks for (`next_check`), when no call is running, the policy and a copy of
+the state are sent to a worker process, which asks the policy for work while it returns some
+(`runtime.collect_calls`: Algorithm 1's triggers, the neighborhood, the restricted BILP, the executor;
+with `calls_per_step` > 1 several calls on disjoint PMs) and sends back the policy and its calls. The
+API keeps answering meanwhile; the arrivals and departures it saw are told to the returned policy
+(`Live.adopt`), and each applied call becomes a plan the VM platform runs step by step. As in the
+simulator, no check is made while a call runs.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ import sys
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
-from typing import Any
 
+from origamig.policies.base import Work
+from origamig.policies.runtime import collect_calls
 from origamig.serve.live import Live
 
 IDLE_POLL_S = 1.0  # how often a waiting optimizer looks again (a plan running, a check not due)
@@ -38,11 +40,12 @@ def _exit_with(parent: int) -> None:
 
 
 def run_check(payload: bytes) -> bytes:
-    """In the worker: one check of the pickled (policy, state, now, locked); the policy and its Work."""
+    """In the worker: one check of the pickled (policy, state, now, locked) — the policy asked for
+    work while it returns some (`runtime.collect_calls`); the policy and its calls."""
     raw_policy, dc, now, locked = pickle.loads(payload)
     policy = pickle.loads(raw_policy)
-    work = policy.work(dc, now, locked)
-    return pickle.dumps((policy, work), protocol=pickle.HIGHEST_PROTOCOL)
+    works = collect_calls(policy, dc, now, locked)
+    return pickle.dumps((policy, works), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 class Optimizer:
@@ -73,7 +76,7 @@ class Optimizer:
         while not self.stopping.is_set():
             live.expire()  # a plan whose next step waited too long is aborted: its PMs are free
             with live.lock:
-                if due is None and live.running_plan() is None:
+                if due is None and not live.runtime.running:
                     due = live.policy.next_check(live.now())
             wait = IDLE_POLL_S if due is None else min(max(due - live.now(), 0.0), IDLE_POLL_S)
             if self.stopping.wait(wait) or due is None or live.now() < due:
@@ -84,22 +87,23 @@ class Optimizer:
                 print(f"origamig serve: optimizer check failed: {exc!r}", file=sys.stderr, flush=True)
             due = None
 
-    def check(self, now: float, hold: bool = False) -> Any:
-        """One check at time `now`: the worker decides, the live state adopts (None when a plan runs).
-        `hold`: a replay's call without a plan keeps its PMs for its modeled time (`Live.adopt`)."""
+    def check(self, now: float, hold: bool = False) -> list[Work]:
+        """One check at time `now`: the worker decides, the live state adopts ([] when a call runs: no
+        check while one does, as in the simulator). `hold`: a replay's calls without a plan keep their
+        PMs for their modeled time and are returned (`Live.adopt`)."""
         live = self.live
         with live.lock:
-            if live.running_plan() is not None or live.held is not None:
-                return None
+            if live.runtime.running:
+                return []
             policy = pickle.dumps(live.policy)  # small; the state's copy is pickled outside the lock
             dc, locked = live.dc.copy(), live.locked
             live.recording = []
         payload = pickle.dumps((policy, dc, now, locked))
         try:
-            policy, work = pickle.loads(self.pool.submit(run_check, payload).result())
+            policy, works = pickle.loads(self.pool.submit(run_check, payload).result())
         except BaseException:
             with live.lock:
                 live.recording = None
             raise
         with live.writing, live.lock:
-            return live.adopt(policy, work, now, hold)
+            return live.adopt(policy, works, now, hold)

@@ -31,9 +31,10 @@ from typing import Any
 
 from origamig.bilp.backends.deadline import cpu_seconds
 from origamig.cluster.datacenter import DataCenter
-from origamig.cluster.records import Placement, PmSpec
+from origamig.cluster.records import Placement, PmSpec, VmSpec
 from origamig.judge.check import check, check_counters
-from origamig.policies.base import Deferred, Placed, Policy, Work
+from origamig.policies.base import Policy, Work
+from origamig.policies.runtime import CallEnd, ProtocolError, Runtime
 from origamig.sim.energy import PowerModel
 from origamig.sim.events import ARRIVAL, CALL_END, CHECK, DEPARTURE, EventQueue
 from origamig.sim.metrics import Recorder
@@ -59,7 +60,7 @@ class Checkpoint:
     every_s: float = CHECKPOINT_EVERY_S
 
 
-class SimulationError(RuntimeError):
+class SimulationError(ProtocolError):
     """A policy broke the Protocol (placed on a locked PM, produced an invalid state, ...)."""
 
 
@@ -103,6 +104,8 @@ class Simulation:
         self.dc = DataCenter(pms)
         for req, placement in initial:
             self.dc.place(req.vm, placement)
+        # The policy's life cycle (policies/runtime.py); this simulation is its effects.
+        self.runtime = Runtime(self.dc, policy, self)
         self.initial = tuple(initial)
         self.samples = sorted(s for s in samples if s <= warmup_s + measure_s) if on_sample else []
         self.on_sample = on_sample
@@ -113,11 +116,10 @@ class Simulation:
         self.debug_check = debug_check
         self.rec = Recorder(self.dc, power or PowerModel(pms), warmup_s, measure_s)
         self.queue = EventQueue()
-        self.locked: frozenset[int] = frozenset()  # the PMs of the calls running
-        self.running: list[Work] = []  # the calls running, in start order
         self.check_due = False
         self.idle_check_t = -1.0  # time of the last check that returned no work (loop guard)
         self.pending: dict[str, tuple[Request, float]] = {}  # deferred VM id → (request, arrival)
+        self.arriving: Request | None = None  # the request being decided (for the runtime's effects)
         self.events = 0
         self.calls = 0
         self.call_stats: dict[str, float] = {}
@@ -126,6 +128,16 @@ class Simulation:
         self.wall_before = 0.0  # wall seconds spent by earlier parts of a resumed run
         self.cpu_before = 0.0  # CPU seconds spent by earlier parts of a resumed run
         self.now = 0.0
+
+    @property
+    def locked(self) -> frozenset[int]:
+        """The PMs of the calls running."""
+        return self.runtime.locked
+
+    @property
+    def running(self) -> list[Work]:
+        """The calls running, in start order."""
+        return self.runtime.running
 
     def run(self, progress: Progress | None = None, checkpoint: Checkpoint | None = None) -> RunResult:
         """Run to the end (from where a resumed run stopped); with `checkpoint`, save every `every_s`.
@@ -183,9 +195,7 @@ class Simulation:
             if payload + 1 < len(reqs):  # arrivals enter the heap one at a time
                 self.queue.push(reqs[payload + 1].arrival_s, ARRIVAL, payload + 1)
         elif kind == DEPARTURE:
-            j = self.dc.remove(payload).pm
-            self.policy.depart(self.dc, payload, t)
-            self.rec.touch((j,))
+            self.runtime.depart(payload, t)
         elif kind == CHECK:
             self.check_due = False
             self._check(t)
@@ -259,6 +269,7 @@ class Simulation:
             return None
         sim = cls.__new__(cls)
         sim.__dict__.update(state)
+        sim.runtime.effects = sim  # the runtime is pickled without its effects
         return sim
 
     # --- handlers ------------------------------------------------------------------------------
@@ -274,64 +285,66 @@ class Simulation:
             self.queue.push(when, CHECK, None)
 
     def _arrive(self, req: Request, t: float) -> None:
-        vm = req.vm
-        slices = vm.memory_slices
-        self.rec.requested_vm(t, slices)
-        decision = self.policy.arrive(self.dc, vm, t, self.locked)
-        if isinstance(decision, Placed):
-            pl = decision.placement
-            if pl.pm in self.locked:
-                raise SimulationError(f"{self.policy.name} placed {vm.id} on locked PM {pl.pm} at t={t}")
-            self.dc.place(vm, pl)
-            self.rec.admitted_vm(t, slices, 0.0)
-            self.queue.push(t + req.lifetime_s, DEPARTURE, vm.id)
-            self.rec.touch((pl.pm,))
-        elif isinstance(decision, Deferred):
-            self.dc.add_pending(vm)
-            self.pending[vm.id] = (req, t)
+        self.rec.requested_vm(t, req.vm.memory_slices)
+        self.arriving = req
+        try:
+            self.runtime.arrive(req.vm, t)
+        except ProtocolError as exc:
+            raise SimulationError(str(exc)) from None
 
     def _check(self, t: float) -> None:
-        started = 0
-        while (work := self.policy.work(self.dc, t, self.locked)) is not None:
-            if clash := sorted(work.pms & self.locked):
-                raise SimulationError(f"{self.policy.name} started a call on locked PMs {clash} at t={t}")
-            duration = work.modeled_s if self.deterministic else work.wall_s
-            self.calls += 1
-            started += 1
-            self.rec.call(t, duration)
-            for key, value in work.phases_s.items():
-                self.call_stats[key] = self.call_stats.get(key, 0.0) + value
-            self.running.append(work)
-            self.locked = self.locked | work.pms
-            self.queue.push(t + max(duration, 0.0), CALL_END, work)
-        if not started:
+        try:
+            works = self.runtime.check(t)
+        except ProtocolError as exc:
+            raise SimulationError(str(exc)) from None
+        if not works:
             self.idle_check_t = t
 
     def _call_end(self, work: Work, t: float) -> None:
-        dc = self.dc
-        for v in work.rejected:
-            if v in dc.pending:
-                dc.drop_pending(v)
-                del self.pending[v]
-        if work.applied:
-            target = {v: pl for v, pl in work.target.items() if v in dc.vms or v in dc.pending}
-            moves, gb, touched = self._moves(target)
-            admitted = [v for v in target if v in dc.pending]
-            dc.apply_placement(target)
-            for v in admitted:
-                req, arrived = self.pending.pop(v)
-                self.rec.admitted_vm(arrived, req.vm.memory_slices, t - arrived)
-                self.queue.push(t + req.lifetime_s, DEPARTURE, v)
-                touched.add(target[v].pm)
-            moves, gb = _reported_moves(work, moves, gb)
-            self.rec.migrated(t, moves, gb)
-            self.rec.touch(sorted(touched))
-        self.running = [w for w in self.running if w is not work]
-        self.locked = frozenset().union(*(w.pms for w in self.running))
-        self.policy.finished(dc, work, t)
+        self.runtime.end_call(work, t)
 
-    def _moves(self, target: dict[str, Any]) -> tuple[int, float, set[int]]:
-        """Migrations of running VMs in `target`, the GB they copy, and every PM they touch.
+    # --- the runtime's effects (policies/runtime.py): metrics and events -------------------------
+    def placed(self, vm: VmSpec, placement: Placement, now: float) -> None:
+        req = self._arriving()
+        self.rec.admitted_vm(now, vm.memory_slices, 0.0)
+        self.queue.push(now + req.lifetime_s, DEPARTURE, vm.id)
+        self.rec.touch((placement.pm,))
+
+    def deferred(self, vm: VmSpec, now: float) -> None:
+        self.pending[vm.id] = (self._arriving(), now)
+
+    def _arriving(self) -> Request:
+        assert self.arriving is not None, "an effect of an arrival outside `_arrive`"
+        return self.arriving
+
+    def departed(self, vm_id: str, placement: Placement, now: float) -> None:
+        self.rec.touch((placement.pm,))
+
+    def call_started(self, work: Work, now: float) -> None:
+        duration = work.modeled_s if self.deterministic else work.wall_s
+        self.calls += 1
+        self.rec.call(now, duration)
+        for key, value in work.phases_s.items():
+            self.call_stats[key] = self.call_stats.get(key, 0.0) + value
+        self.queue.push(now + max(duration, 0.0), CALL_END, work)
+
+    def call_ended(self, work: Work, end: CallEnd, now: float) -> None:
+        for v in end.rejected:
+            del self.pending[v]
+        if not work.applied:
+            return
+        moves, gb, touched = self._moves(end)
+        for v in end.admitted:
+            req, arrived = self.pending.pop(v)
+            self.rec.admitted_vm(arrived, req.vm.memory_slices, now - arrived)
+            self.queue.push(now + req.lifetime_s, DEPARTURE, v)
+            touched.add(end.target[v].pm)
+        moves, gb = _reported_moves(work, moves, gb)
+        self.rec.migrated(now, moves, gb)
+        self.rec.touch(sorted(touched))
+
+    def _moves(self, end: CallEnd) -> tuple[int, float, set[int]]:
+        """Migrations of the running VMs a call moved, the GB they copy, and every PM they touch.
 
         A move between PMs copies the VM's RAM and its GIs' memory; a move inside one PM counts as a
         migration that copies nothing over the network (as `plan.PlanCost` counts bytes).
@@ -339,8 +352,8 @@ class Simulation:
         dc = self.dc
         moves, gb = 0, 0.0
         touched: set[int] = set()
-        for v, new in target.items():
-            old = dc.placement.get(v)
+        for v, new in end.target.items():
+            old = end.previous.get(v)
             if old is None or old == new:
                 continue
             vm = dc.vms[v]

@@ -47,6 +47,10 @@ class EventQueue:
     def peek_time(self) -> float | None:
         return self._heap[0][0] if self._heap else None
 
+    def peek(self) -> tuple[float, int] | None:
+        """The time and kind of the next event (None when there is none)."""
+        return self._heap[0][:2] if self._heap else None
+
     def __len__(self) -> int:
         return len(self._heap)
 
