@@ -81,7 +81,8 @@ class Runtime:
         self.policy = policy
         self.effects = effects
         self.calls: list[tuple[Work, frozenset[int]]] = []  # the calls running, in start order, and their PMs
-        self.locked: frozenset[int] = frozenset()  # the PMs the running calls hold
+        self.solving: frozenset[int] = frozenset()  # PMs of calls chosen but still solving elsewhere
+        self.locked: frozenset[int] = frozenset()  # the PMs the running and solving calls hold
 
     def __getstate__(self) -> dict[str, object]:
         """Pickled (a simulation's checkpoint) without its effects: the driver binds itself again."""
@@ -128,13 +129,26 @@ class Runtime:
             self.start(work, now)
         return works
 
+    def hold_solving(self, pms: frozenset[int]) -> None:
+        """A call chosen in another process holds its PMs while it solves there (until `start` or
+        `release_solving`), so that arrivals meanwhile keep off them."""
+        self.solving = self.solving | pms
+        self._relock()
+
+    def release_solving(self) -> None:
+        self.solving = frozenset()
+        self._relock()
+
+    def _relock(self) -> None:
+        self.locked = self.solving.union(*(held for _, held in self.calls))
+
     def start(self, work: Work, now: float, holds: frozenset[int] | None = None) -> None:
         """Start a call: it holds `holds` (default: its PMs) until it ends."""
         held = work.pms if holds is None else holds
-        if clash := sorted(held & self.locked):
+        if clash := sorted(held & (self.locked - self.solving)):
             raise ProtocolError(f"{self.policy.name} started a call on locked PMs {clash} at t={now}")
         self.calls.append((work, held))
-        self.locked = self.locked | held
+        self._relock()
         self.effects.call_started(work, now)
 
     @property
@@ -163,7 +177,7 @@ class Runtime:
                 dc.apply_placement(target)
             end = CallEnd(rejected, admitted, target, previous)
         self.calls = [(w, held) for w, held in self.calls if w is not started]
-        self.locked = frozenset().union(*(held for _, held in self.calls))
+        self._relock()
         self.effects.call_ended(work, end, now)
         self.policy.finished(dc, work, now)
         return end

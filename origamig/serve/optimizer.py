@@ -14,16 +14,19 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+import queue
 import sys
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
+from typing import Any
 
 from origamig.policies.base import Work
 from origamig.policies.runtime import collect_calls
 from origamig.serve.live import Live
 
 IDLE_POLL_S = 1.0  # how often a waiting optimizer looks again (a plan running, a check not due)
+SELECT_POLL_S = 0.05  # how often the optimizer looks for the PMs of a call the worker chose
 PARENT_POLL_S = 1.0  # how often the worker looks whether the service still runs
 
 
@@ -39,12 +42,28 @@ def _exit_with(parent: int) -> None:
     threading.Thread(target=watch, name="origamig-parent-watch", daemon=True).start()
 
 
+_SELECTED: Any = None  # in the worker: where it tells the service each call's PMs (`_start_worker`)
+
+
+def _start_worker(parent: int, selected: Any) -> None:
+    """In the worker, once: end it with the service (`_exit_with`), and keep the queue on which it
+    tells the service the PMs of each call it chose, before it solves."""
+    global _SELECTED
+    _SELECTED = selected
+    _exit_with(parent)
+
+
 def run_check(payload: bytes) -> bytes:
     """In the worker: one check of the pickled (policy, state, now, locked) — the policy asked for
-    work while it returns some (`runtime.collect_calls`); the policy and its calls."""
+    work while it returns some (`runtime.collect_calls`), each call's PMs told to the service as
+    soon as they are chosen; the policy and its calls."""
     raw_policy, dc, now, locked = pickle.loads(payload)
     policy = pickle.loads(raw_policy)
+    if hasattr(policy, "on_select") and _SELECTED is not None:
+        policy.on_select = _SELECTED.put
     works = collect_calls(policy, dc, now, locked)
+    if hasattr(policy, "on_select"):
+        policy.on_select = None
     return pickle.dumps((policy, works), protocol=pickle.HIGHEST_PROTOCOL)
 
 
@@ -54,11 +73,13 @@ class Optimizer:
     def __init__(self, live: Live) -> None:
         self.live = live
         self.stopping = threading.Event()
+        context = multiprocessing.get_context("spawn")
+        self.selected = context.Queue()  # the PMs of each call the worker chose, before it solves
         self.pool = ProcessPoolExecutor(
             max_workers=1,
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=_exit_with,
-            initargs=(os.getpid(),),
+            mp_context=context,
+            initializer=_start_worker,
+            initargs=(os.getpid(), self.selected),
         )
         self.thread = threading.Thread(target=self._loop, name="origamig-optimizer", daemon=True)
 
@@ -100,10 +121,25 @@ class Optimizer:
             live.recording = []
         payload = pickle.dumps((policy, dc, now, locked))
         try:
-            policy, works = pickle.loads(self.pool.submit(run_check, payload).result())
+            future = self.pool.submit(run_check, payload)
+            self._hold_while_solving(future)
+            policy, works = pickle.loads(future.result())
         except BaseException:
             with live.lock:
                 live.recording = None
+                live.runtime.release_solving()
             raise
         with live.writing, live.lock:
+            live.runtime.release_solving()
             return live.adopt(policy, works, now, hold)
+
+    def _hold_while_solving(self, future: Any) -> None:
+        """While the worker solves, hold the PMs of each call it chose (arrivals keep off them)."""
+        live = self.live
+        while not future.done() or not self.selected.empty():
+            try:
+                pms = self.selected.get(timeout=SELECT_POLL_S)
+            except queue.Empty:
+                continue
+            with live.lock:
+                live.runtime.hold_solving(frozenset(pms))

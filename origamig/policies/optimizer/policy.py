@@ -19,6 +19,7 @@ import random
 import statistics
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -104,6 +105,9 @@ class OrigaMIG:
         self.reuse_unchanged = o.reuse_unchanged
         self._unchanged: dict[tuple[Any, ...], Work] = {}
         self._vm_class: dict[str, str] = {}
+        # Told the PMs of each call as soon as its neighborhood is chosen, before it solves (the
+        # service holds them meanwhile, as the simulator holds a call's PMs for its duration).
+        self.on_select: Callable[[frozenset[int]], None] | None = None
         self._calls: Counter[str] = Counter()
         self._wall: list[float] = []
         self._phase: defaultdict[str, float] = defaultdict(float)  # seconds per phase of the calls
@@ -111,8 +115,9 @@ class OrigaMIG:
         self._status: Counter[str] = Counter()
 
     def __getstate__(self) -> dict[str, Any]:
-        """Pickled (a run's checkpoint) without the reuse cache: it only saves solver time."""
-        return {**self.__dict__, "_unchanged": {}}
+        """Pickled (a run's checkpoint) without the reuse cache (it only saves solver time) and
+        without its `on_select` observer (a process's own)."""
+        return {**self.__dict__, "_unchanged": {}, "on_select": None}
 
     # --- arrivals and departures ----------------------------------------------------------------
     def arrive(self, dc: DataCenter, vm: VmSpec, now: float, locked: frozenset[int]) -> ArrivalDecision:
@@ -222,6 +227,8 @@ class OrigaMIG:
         return False
 
     def _call(self, dc: DataCenter, nb: Neighborhood, select_s: float) -> Work:
+        if nb.pms and self.on_select is not None:
+            self.on_select(frozenset(nb.pms))
         if not nb.pms:
             why = {v: _outright(dc, v).reason for v in nb.rejected}
             return Work(
