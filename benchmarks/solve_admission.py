@@ -64,7 +64,7 @@ def held_out_cluster(servers: int, seed: int, pending: int = PENDING) -> dict[st
     for j in in_use:
         for _ in range(rng.randint(2, 3 * len(pms[j].gpus))):
             vm, doc = _draw_vm(rng, pms[j].gpus[0].name, f"vm-{len(vms_doc):05d}")
-            slots = _first_fit(dc, j, vm)
+            slots = first_fit_slots(dc, j, vm)
             if slots is not None:
                 dc.place(vm, Placement(j, slots))
                 doc["placement"] = {"pm": pms[j].id, "gis": [{"gpu": s.gpu, "start": s.start} for s in slots]}
@@ -90,7 +90,9 @@ def _draw_vm(rng: random.Random, model_name: str, vm_id: str) -> tuple[VmSpec, d
     return vm, doc
 
 
-def _first_fit(dc: DataCenter, j: int, vm: VmSpec) -> tuple[GiSlot, ...] | None:
+def first_fit_slots(dc: DataCenter, j: int, vm: VmSpec) -> tuple[GiSlot, ...] | None:
+    """The VM's GIs, in order, each at its profile's default start on the first GPU of PM j with one
+    (None when CPU/RAM or some GI do not fit)."""
     if not dc.fits_resources(vm, j):
         return None
     taken: dict[int, int] = {}

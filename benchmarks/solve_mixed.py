@@ -41,10 +41,10 @@ from rich.table import Table
 
 from benchmarks.checkouts import revision, run_command
 from benchmarks.publish import results_file, write_json
+from benchmarks.solve_admission import first_fit_slots
 from origamig.cli.terminal import operator_console
 from origamig.cluster.catalog import default_catalog
 from origamig.cluster.datacenter import DataCenter
-from origamig.cluster.mig import geometry
 from origamig.cluster.records import GiSlot, Placement, PmSpec, VmSpec, Weights, cores_to_m, gb_to_mb
 from origamig.judge.objective import evaluate
 from origamig.judge.replay import replay_plan
@@ -74,7 +74,7 @@ def mixed_cluster(servers: int, seed: int) -> dict[str, Any]:
         for _ in range(rng.randint(2, 3 * len(pms[j].gpus))):
             names = _draw_gis(rng, model.name, big=0.05)
             vm = _vm(f"vm-{len(vms):05d}", model.name, names)
-            slots = _first_fit(dc, j, vm)
+            slots = first_fit_slots(dc, j, vm)
             if slots is None:
                 continue
             dc.place(vm, Placement(j, slots))
@@ -122,24 +122,6 @@ def _doc(vm: VmSpec, model_name: str) -> dict[str, Any]:
         "gis": [p.name for p in vm.gis],
         "gpu_model": model_name,
     }
-
-
-def _first_fit(dc: DataCenter, j: int, vm: VmSpec) -> tuple[GiSlot, ...] | None:
-    if not dc.fits_resources(vm, j):
-        return None
-    taken: dict[int, int] = {}
-    slots = []
-    for prof in vm.gis:
-        for k in range(dc.gpu_count(j)):
-            occ = dc.occupancy(j, k) | taken.get(k, 0)
-            z = geometry(dc.gpu_model(j, k)).default_start(occ, prof)
-            if z is not None:
-                taken[k] = taken.get(k, 0) | prof.mask(z)
-                slots.append(GiSlot(k, z))
-                break
-        else:
-            return None
-    return tuple(slots)
 
 
 def with_models_written_out(doc: dict[str, Any], snap: Snapshot) -> dict[str, Any]:
