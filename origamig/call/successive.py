@@ -4,8 +4,10 @@ One OrigaMIG call optimizes one neighborhood, so it can admit only the pending V
 neighborhood. `run_calls` makes admission calls one after another, each on a neighborhood built by
 Algorithm 1 (`neighborhood.py`) from the state the previous applied plan leaves and for the pending
 VMs still queued, until every pending VM is admitted or retired. Under a goal that admits first
-(`goals.CallWeights.admits_first`), a retired VM that fits some server as the cluster now is gets
-one more call, on that server. Then up to `rounds` rounds of consolidation calls follow (one per GPU
+(`goals.CallWeights.admits_first`), each admission call also holds, for each of its pending VMs, the
+first server where it fits as the cluster now is (so a way to admit it without moving anything is
+in view), and a retired VM that fits some server as the cluster now is gets one more call, on that
+server. Then up to `rounds` rounds of consolidation calls follow (one per GPU
 class with Γ_h ≥ 1, largest Γ_h first; the rounds stop once one changes nothing).
 
 With a `scope` (the PMs `--neighborhood all` or a list names), every call runs on those PMs: one
