@@ -23,6 +23,13 @@ TOKEN = "test-token-0123456789abcdef"
 START_TIMEOUT_S = 60.0
 
 
+def write_token(path: Path) -> Path:
+    """A token file only its owner may read (`serve` refuses a looser one)."""
+    path.write_text(TOKEN + "\n")
+    path.chmod(0o600)
+    return path
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -40,6 +47,8 @@ class Server:
         options: Sequence[str] = (),
         extra: Sequence[str] = (),
         verify: Any = True,
+        preexec: Any = None,
+        start_timeout_s: float = START_TIMEOUT_S,
     ) -> None:
         self.tmp = tmp
         self.verify = verify  # for HTTPS (`--tls-cert` among `extra`): the CA to trust (an ssl context)
@@ -47,8 +56,9 @@ class Server:
         self.seed = seed
         self.options = list(options)
         self.extra = list(extra)  # more command-line arguments
-        self.token_file = tmp / "token"
-        self.token_file.write_text(TOKEN + "\n")
+        self.preexec = preexec  # run in the child before it starts (e.g. to lower its open-file limit)
+        self.start_timeout_s = start_timeout_s
+        self.token_file = write_token(tmp / "token")
         self.proc: subprocess.Popen[str] | None = None
         self.port = 0
 
@@ -73,9 +83,14 @@ class Server:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         self.log = (self.tmp / f"server-{self.port}.log").open("w")
         self.proc = subprocess.Popen(
-            self.command(), stdout=self.log, stderr=subprocess.STDOUT, text=True, env=env
+            self.command(),
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            preexec_fn=self.preexec,
         )
-        deadline = time.monotonic() + START_TIMEOUT_S
+        deadline = time.monotonic() + self.start_timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 self.log.close()

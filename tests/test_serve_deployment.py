@@ -17,7 +17,7 @@ import httpx
 import pytest
 import trustme
 
-from tests.serve_helpers import EXAMPLES, ROOT, TOKEN, Server, read, valid
+from tests.serve_helpers import EXAMPLES, ROOT, Server, read, valid, write_token
 from tests.test_serve_k8s import pod_args
 from tests.test_serve_plans import ack, wait_plan
 
@@ -203,7 +203,7 @@ def test_a_start_on_a_port_in_use_is_one_error_line_and_leaves_no_state(tmp_path
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        (tmp_path / "token").write_text(TOKEN)
+        write_token(tmp_path / "token")
         state = tmp_path / "state.db"
         cmd = [sys.executable, "-c", "from origamig.cli.app import main; main()", "serve"]
         cmd += ["--state", str(state), "--from", str(FRAGMENTED), "--token-file", str(tmp_path / "token")]
@@ -215,7 +215,7 @@ def test_a_start_on_a_port_in_use_is_one_error_line_and_leaves_no_state(tmp_path
 
 
 def test_a_bad_tls_file_is_refused_before_anything_is_written(tmp_path: Path) -> None:
-    (tmp_path / "token").write_text(TOKEN)
+    write_token(tmp_path / "token")
     (tmp_path / "cert.pem").write_text("not a certificate")
     cmd = [sys.executable, "-c", "from origamig.cli.app import main; main()", "serve"]
     cmd += [

@@ -8,6 +8,7 @@ independent checker, and nothing acknowledged is lost.
 
 from __future__ import annotations
 
+import collections
 import json
 import random
 import subprocess
@@ -115,7 +116,8 @@ def test_a_deployment_with_kills_ends_in_the_controllers_view(tmp_path: Path) ->
         )  # the pinned VM never moved
         lines = [json.loads(line) for line in journal.read_text().splitlines() if line.strip()]
         acked = [e for e in lines if e["kind"] == "acked"]
-        assert acked
+        kinds = collections.Counter(e["kind"] for e in lines)
+        assert acked, (kinds, [(p["id"], p["status"], p["reason"]) for p in plans], srv.read_log()[-2000:])
         for e in acked:  # every acknowledged step is in the service's record of its plan, as reported
             plan = next(p for p in plans if p["id"] == e["plan"])
             assert plan["steps"][e["n"]]["status"] == e["result"], (e, plan["status"])

@@ -20,8 +20,7 @@ SEED = EXAMPLES / "fragmented-a100.json"  # its pending 3g.20gb VM makes an admi
 
 
 def live_state(tmp_path: Path) -> Live:
-    store = Store(tmp_path / "state.db")
-    store.seed(load_snapshot(SEED).document)
+    store = Store.create(tmp_path / "state.db", load_snapshot(SEED).document)
     return Live(store, make_policy("origamig", deterministic=True, work_limit=100000))
 
 
@@ -53,4 +52,4 @@ def test_an_arrival_while_a_call_solves_keeps_off_its_pms(tmp_path: Path) -> Non
         live.runtime.release_solving()
         assert live.locked == frozenset()
     finally:
-        opt.pool.shutdown(wait=False)
+        opt.stop()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -15,6 +16,7 @@ from origamig.serve.run import (
     DEFAULT_LISTEN,
     DEFAULT_STEP_TIMEOUT_S,
     POLICY,
+    REQUEST_TIMEOUT_S,
     ServeConfig,
     parse_listen,
     read_token,
@@ -69,6 +71,22 @@ def serve_command(
         ),
     ] = DEFAULT_STEP_TIMEOUT_S,
     intra_pm_moves: Annotated[Switch | None, typer.Option("--intra-pm-moves", help=INTRA_PM_HELP)] = None,
+    request_timeout: Annotated[
+        float,
+        typer.Option(
+            "--request-timeout",
+            min=0.1,
+            help="Seconds a connection has to deliver a whole request (from connecting or from its last "
+            "answer); an idle or slow one is closed then.",
+        ),
+    ] = REQUEST_TIMEOUT_S,
+    backup: Annotated[
+        Path | None,
+        typer.Option(
+            "--backup",
+            help="Copy --state consistently to this new file (safe while a server runs) and exit.",
+        ),
+    ] = None,
     tls_cert: Annotated[
         Path | None, typer.Option("--tls-cert", help="Serve HTTPS with this certificate (PEM).")
     ] = None,
@@ -95,6 +113,9 @@ def serve_command(
     if clock not in ("wall", "replay"):
         raise UserError(f"--clock: {clock!r} is not 'wall' or 'replay'")
     host, port = parse_listen(listen)
+    if backup is not None:
+        _backup(state, backup)
+        return
     if print_k8s_config:
         _print_k8s_config(state, seed, host, port, tls_cert is not None, client_ca is not None)
         return
@@ -109,9 +130,31 @@ def serve_command(
     options = parse_options(option or [], [POLICY])
     intra = None if intra_pm_moves is None else intra_pm_moves is Switch.TRUE
     config = ServeConfig(
-        state, seed, host, port, token, options, clock, step_timeout, optimizer is OnOff.ON, intra, tls
+        state,
+        seed,
+        host,
+        port,
+        token,
+        options,
+        clock,
+        step_timeout,
+        optimizer is OnOff.ON,
+        intra,
+        tls,
+        request_timeout,
     )
     serve(config)
+
+
+def _backup(state: Path, target: Path) -> None:
+    """A consistent copy of the state in a new file (SQLite's online backup), checked by opening it."""
+    from origamig.serve.store import Store
+
+    with contextlib.closing(Store(state, writable=False)) as store:
+        store.backup(target)
+    with contextlib.closing(Store(target, writable=False)) as copy:
+        vms = len(copy.document()["vms"])
+    typer.echo(f"{target}: a copy of {state} ({vms} VMs)")
 
 
 def _print_k8s_config(
@@ -122,11 +165,8 @@ def _print_k8s_config(
     from origamig.snapshot.document import load_snapshot, parse_snapshot
 
     if state.exists():
-        store = Store(state)
-        try:
+        with contextlib.closing(Store(state, writable=False)) as store:
             pms = parse_snapshot({**store.document(), "vms": []}).pms
-        finally:
-            store.close()
     elif seed is not None:
         pms = load_snapshot(seed).pms
     else:

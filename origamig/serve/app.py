@@ -9,26 +9,33 @@ and gets `{"error": "<one line>", "problems": [...]}`, each problem naming the f
 from __future__ import annotations
 
 import hmac
+import sys
+import time
+import traceback
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from origamig.errors import UserError
 from origamig.files import parse_json_text
+from origamig.serve.door import body_problems, id_problem, plain_int
 from origamig.serve.k8s import filter_nodes, prioritize_nodes
 from origamig.serve.kubevirt import kubevirt_flow
 from origamig.serve.live import Conflict, DuplicateVm, Live, StepConflict, UnknownPlan
+from origamig.serve.optimizer import Optimizer
 from origamig.serve.replay import ReplayClock
 from origamig.serve.requests import RequestError
+from origamig.serve.store import StoreWriteError
 from origamig.serve.tls import client_subject
 
-# Changes run in worker threads (their commit waits for the disk without holding up the event loop);
-# reads run on the loop.
+# Every route but the probes runs in worker threads: a change's commit waits for the disk, a read may
+# wait for a change's lock or take a while on a large cluster, and the event loop meanwhile keeps
+# answering (`/healthz` first of all).
 MAX_BODY = 1 << 20  # bytes of a request body (a 5,000-node ExtenderArgs with whole Node objects fits)
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -43,6 +50,24 @@ class HttpError(Exception):
         super().__init__("; ".join(self.problems))
 
 
+_logged: set[str] = set()  # the failures already logged with their traceback
+
+
+def log_failure(request: Request, exc: Exception) -> None:
+    """A request that failed on a bug: its traceback, once per kind of failure and route (a client
+    repeating the request cannot flood the log)."""
+    key = f"{exc.__class__.__name__}@{request.url.path.split('/')[1:3]}"
+    if key in _logged:
+        return
+    _logged.add(key)
+    detail = "".join(traceback.format_exception(exc))
+    print(
+        f"origamig serve: {request.method} {request.url.path[:200]} failed:\n{detail}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
 def error_response(status: int, problems: list[str]) -> JSONResponse:
     return JSONResponse({"error": "; ".join(problems), "problems": problems}, status_code=status)
 
@@ -52,8 +77,8 @@ async def read_json(request: Request) -> Any:
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind != "application/json":
         raise HttpError(415, f"Content-Type: {kind or 'none'!r} is not application/json")
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
+    declared = plain_int(request.headers.get("content-length", ""), 30)
+    if declared is not None and declared > MAX_BODY:
         raise HttpError(413, f"body: {declared} bytes is more than the limit of {MAX_BODY}")
     body = bytearray()
     async for chunk in request.stream():
@@ -65,13 +90,20 @@ async def read_json(request: Request) -> Any:
     except UnicodeDecodeError:
         raise HttpError(400, "body: not UTF-8 text") from None
     try:
-        return parse_json_text(text, "body", RequestError)
+        doc = parse_json_text(text, "body", RequestError)
     except RequestError as exc:
         raise HttpError(400, exc.problems) from None
+    problems = body_problems(doc)
+    if problems:
+        raise HttpError(400, problems)
+    return doc
 
 
-def build_app(live: Live, token: str, clock: ReplayClock | None = None) -> Starlette:
-    """The service's application over `live`, guarded by bearer `token`; with `clock`, in replay mode."""
+def build_app(
+    live: Live, token: str, clock: ReplayClock | None = None, optimizer: Optimizer | None = None
+) -> Starlette:
+    """The service's application over `live`, guarded by bearer `token`; with `clock`, in replay mode;
+    `optimizer` is reported by `/readyz` and `/v1/status`."""
     expected = f"Bearer {token}".encode()
 
     def guarded(handler: Handler) -> Handler:
@@ -86,20 +118,46 @@ def build_app(live: Live, token: str, clock: ReplayClock | None = None) -> Starl
                 return await handler(request)
             except HttpError as exc:
                 return error_response(exc.status, exc.problems)
+            except ClientDisconnect:  # the client left (or was cut off) before its body came
+                return Response(status_code=400)
+            except StoreWriteError as exc:
+                return error_response(503, exc.problems)
             except (DuplicateVm, StepConflict, Conflict) as exc:
                 return error_response(409, exc.problems)
             except UnknownPlan as exc:
                 return error_response(404, exc.problems)
             except UserError as exc:
                 return error_response(400, exc.problems)
+            except Exception as exc:  # a bug: logged once with its traceback, answered in JSON
+                log_failure(request, exc)
+                return error_response(
+                    500, [f"internal error ({exc.__class__.__name__}); see the service's log"]
+                )
 
         return run
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
+    def optimizer_view() -> dict[str, Any]:
+        return optimizer.status.to_json() if optimizer is not None else {"state": "off"}
+
+    async def readyz(request: Request) -> Response:
+        problems = []
+        if optimizer is not None and not optimizer.alive():
+            problems.append("optimizer: its loop has ended")
+        if optimizer is not None and optimizer.stuck(time.time()):
+            problems.append(f"optimizer: a check has run since {optimizer.status.solving_since_s:.0f}")
+        body: dict[str, Any] = {"status": "not ready" if problems else "ready", "optimizer": optimizer_view()}
+        if problems:
+            body |= {"error": "; ".join(problems), "problems": problems}
+        return JSONResponse(body, status_code=503 if problems else 200)
+
+    async def status(request: Request) -> Response:
+        return JSONResponse({**live.counts(), "now": live.now(), "optimizer": optimizer_view()})
+
     async def snapshot(request: Request) -> Response:
-        return JSONResponse(live.document())
+        return Response(await run_in_threadpool(live.snapshot_json), media_type="application/json")
 
     async def post_vm(request: Request) -> Response:
         arrival = await run_in_threadpool(live.arrive, await read_json(request))
@@ -108,39 +166,44 @@ def build_app(live: Live, token: str, clock: ReplayClock | None = None) -> Starl
 
     async def get_vm(request: Request) -> Response:
         vm_id = request.path_params["vm_id"]
-        status = live.vm_status(vm_id)
+        status = None if id_problem(vm_id) else await run_in_threadpool(live.vm_status, vm_id)
         if status is None:
             raise HttpError(404, f"id: {vm_id!r} is not a VM of the service")
         return JSONResponse(status)
 
     async def delete_vm(request: Request) -> Response:
         vm_id = request.path_params["vm_id"]
-        if not await run_in_threadpool(live.depart, vm_id):
+        if id_problem(vm_id) or not await run_in_threadpool(live.depart, vm_id):
             raise HttpError(404, f"id: {vm_id!r} is not a VM of the service")
         return Response(status_code=204)
 
     async def k8s_filter(request: Request) -> Response:
-        return JSONResponse(filter_nodes(live, await read_json(request)))
+        return JSONResponse(await run_in_threadpool(filter_nodes, live, await read_json(request)))
 
     async def k8s_prioritize(request: Request) -> Response:
-        return JSONResponse(prioritize_nodes(live, await read_json(request)))
+        return JSONResponse(await run_in_threadpool(prioritize_nodes, live, await read_json(request)))
 
     def plan_id(request: Request) -> int:
         raw = request.path_params["plan_id"]
-        if not raw.isdigit():
-            raise HttpError(404, f"plan: {raw!r} is not a plan id")
-        return int(raw)
+        number = plain_int(raw)
+        if number is None:
+            raise HttpError(404, f"plan: {raw[:40]!r} is not a plan id")
+        return number
 
     def pm_ids() -> list[str]:
         return [pm.id for pm in live.dc.pms]
 
-    async def list_plans(request: Request) -> Response:
+    def every_plan() -> dict[str, Any]:
         with live.lock:
             ids = sorted(live.plans)
-        return JSONResponse({"plans": [live.plan(i).to_json(pm_ids()) for i in ids]})
+        return {"plans": [live.plan(i).to_json(pm_ids()) for i in ids]}
+
+    async def list_plans(request: Request) -> Response:
+        return JSONResponse(await run_in_threadpool(every_plan))
 
     async def get_plan(request: Request) -> Response:
-        return JSONResponse(live.plan(plan_id(request)).to_json(pm_ids()))
+        plan = await run_in_threadpool(live.plan, plan_id(request))
+        return JSONResponse(plan.to_json(pm_ids()))
 
     async def ack_step(request: Request) -> Response:
         body = await read_json(request)
@@ -148,9 +211,10 @@ def build_app(live: Live, token: str, clock: ReplayClock | None = None) -> Starl
         if result not in ("done", "failed"):
             raise HttpError(400, f'result: {result!r} is not "done" or "failed"')
         raw = request.path_params["n"]
-        if not raw.isdigit():
-            raise HttpError(404, f"step: {raw!r} is not a step number")
-        plan = await run_in_threadpool(live.acknowledge, plan_id(request), int(raw), result)
+        step = plain_int(raw)
+        if step is None:
+            raise HttpError(404, f"step: {raw[:40]!r} is not a step number")
+        plan = await run_in_threadpool(live.acknowledge, plan_id(request), step, result)
         return JSONResponse(plan.to_json(pm_ids()))
 
     async def cancel_plan(request: Request) -> Response:
@@ -158,7 +222,7 @@ def build_app(live: Live, token: str, clock: ReplayClock | None = None) -> Starl
         return JSONResponse(plan.to_json(pm_ids()))
 
     async def plan_kubevirt(request: Request) -> Response:
-        plan = live.plan(plan_id(request))
+        plan = await run_in_threadpool(live.plan, plan_id(request))
         namespace = request.query_params.get("namespace", "default")
         with live.lock:
             specs = {**live.dc.pending, **live.dc.vms}
@@ -176,6 +240,8 @@ def build_app(live: Live, token: str, clock: ReplayClock | None = None) -> Starl
 
     routes = [
         Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        Route("/v1/status", guarded(status), methods=["GET"]),
         Route("/v1/snapshot", guarded(snapshot), methods=["GET"]),
         Route("/v1/vms", guarded(post_vm), methods=["POST"]),
         Route("/v1/vms/{vm_id:path}", guarded(delete_vm), methods=["DELETE"]),
@@ -189,6 +255,13 @@ def build_app(live: Live, token: str, clock: ReplayClock | None = None) -> Starl
         Route("/k8s/filter", guarded(k8s_filter), methods=["POST"]),
         Route("/k8s/prioritize", guarded(k8s_prioritize), methods=["POST"]),
     ]
-    app = Starlette(routes=routes)
+
+    async def no_route(request: Request, exc: Exception) -> Response:
+        status = getattr(exc, "status_code", 404)
+        return error_response(
+            status, [f"{request.method} {request.url.path[:80]}: {getattr(exc, 'detail', 'no such route')}"]
+        )
+
+    app = Starlette(routes=routes, exception_handlers={404: no_route, 405: no_route})
     app.state.live = live
     return app

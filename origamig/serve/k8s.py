@@ -57,12 +57,10 @@ def _verdicts(live: Live, vm: VmSpec, names: list[str]) -> dict[str, tuple[Any, 
     """Per node: (the rule's key, "") when the pod fits there, else (None, why not).
 
     A PM's verdict for a VM shape (CPU, RAM, profiles) is kept until the PM's VMs change
-    (`Live.touched`): a cluster changes a few PMs per request, kube-scheduler asks about all of them."""
+    (`serve/verdicts.py`)."""
     fit = arrival_fit(live.policy)
     shape = (vm.cpu_m, vm.ram_mb, tuple(tuple((p.gpu_model, p.name) for p in c) for c in vm.gi_choices))
-    cache = live.fit_cache
-    if len(cache) > CACHE_LIMIT:
-        cache.clear()
+    cache = live.verdicts
     out: dict[str, tuple[Any, str]] = {}
     with live.lock:
         dc = live.dc
@@ -78,15 +76,13 @@ def _verdicts(live: Live, vm: VmSpec, names: list[str]) -> dict[str, tuple[Any, 
                 models = " or ".join(dict.fromkeys(c[0].gpu_model for c in vm.gi_choices))
                 out[name] = (None, f"no {models} GPU")
             else:
-                hit = cache.get((shape, j))
-                if hit is None or hit[0] != live.pm_version[j]:
-                    hit = (live.pm_version[j], _verdict(dc, j, vm, fit))
-                    cache[(shape, j)] = hit
-                out[name] = hit[1]
+                version = live.pm_version[j]
+                verdict = cache.get(shape, j, version)
+                if verdict is None:
+                    verdict = _verdict(dc, j, vm, fit)
+                    cache.put(shape, j, version, verdict)
+                out[name] = verdict
     return out
-
-
-CACHE_LIMIT = 200_000  # (shape, PM) verdicts kept before the cache starts over
 
 
 def _verdict(dc: DataCenter, j: int, vm: VmSpec, fit: PmFit) -> tuple[Any, str]:

@@ -27,17 +27,22 @@ from origamig.serve.plans import (
     DONE,
     FAILED,
     RUNNING,
+    STALE,
     STEP_DONE,
     STEP_FAILED,
+    TIMEOUT,
     LivePlan,
+    end_counts,
     finished,
     leftovers,
     placement_after,
     step_problem,
 )
 from origamig.serve.requests import RequestError, most_gis, probe_document, read_vm_entry
+from origamig.serve.snapshot_view import SnapshotView
 from origamig.serve.store import Store, StoreError
-from origamig.snapshot.document import parse_snapshot, placement_json, snapshot_document
+from origamig.serve.verdicts import VerdictCache
+from origamig.snapshot.document import parse_snapshot, placement_json
 
 REJECTED_BY_CALL = "an optimizer {kind} call left it out (it left the pending queue)"
 
@@ -110,12 +115,13 @@ class Live:
         }
         self.seed = dataclasses.replace(snap, document={k: v for k, v in document.items() if k != "vms"})
         self.dc: DataCenter = snap.datacenter()
+        self.view = SnapshotView(self.seed.document, self.dc.pms)  # `GET /v1/snapshot`, kept encoded
         self.probe = probe_document(document)
         self.most_gis = most_gis(self.dc.pms)  # a request for more GIs is refused at once
         self.lock = threading.RLock()  # the in-memory state: held briefly, by readers too
         self.writing = threading.RLock()  # one change at a time, held until it is committed (then `lock`)
         self.pm_version = [0] * len(self.dc.pms)  # bumped whenever a PM's VMs change (`touched`)
-        self.fit_cache: dict[Any, tuple[int, Any]] = {}  # the extender's verdicts, with the PM's version
+        self.verdicts = VerdictCache()  # the extender's, with the PM's version
         # The policy's clock: wall seconds (a restart keeps counting), or a replay's simulated ones.
         self.now: Callable[[], float] = time.time
         # The policy's life cycle (policies/runtime.py), with this live state as its effects.
@@ -365,12 +371,13 @@ class Live:
             n = plan.next_step
             if n is not None and self._timed_out(plan):
                 return self._end(
-                    plan, ABORTED, f"step {n} was not acknowledged within {self.step_timeout_s:g} s"
+                    plan, ABORTED, f"step {n} was not acknowledged within {self.step_timeout_s:g} s", TIMEOUT
                 )
             if n is not None:
                 problem = step_problem(self.dc, plan, n)
                 if problem is not None:
-                    plan = self._end(plan, ABORTED, f"step {n} no longer fits the live state: {problem}")
+                    why = f"step {n} no longer fits the live state: {problem}"
+                    plan = self._end(plan, ABORTED, why, STALE)
             return plan
 
     def _timed_out(self, plan: LivePlan) -> bool:
@@ -447,9 +454,9 @@ class Live:
         dc.apply_placement({v: pl for v, pl in before.items() if pl is not None})
         self.touched(*range(len(dc.pms)))
 
-    def _end(self, plan: LivePlan, status: str, reason: str) -> LivePlan:
+    def _end(self, plan: LivePlan, status: str, reason: str, cause: str = "") -> LivePlan:
         orphans, idle = leftovers(self.dc, plan)
-        plan = replace(finished(plan, status, reason), orphan_gis=orphans, idle_pms=idle)
+        plan = replace(finished(plan, status, reason, cause), orphan_gis=orphans, idle_pms=idle)
         with self.store.transaction() as db:
             self.store.put_plan(db, plan.id, plan.to_store(self.dc))
         self.plans[plan.id] = plan
@@ -496,12 +503,29 @@ class Live:
                 return {"id": vm_id, "status": "rejected", "reason": self.rejected[vm_id]}
         return None
 
-    def document(self) -> dict[str, Any]:
-        """The live cluster as a snapshot document (docs/formats.md#snapshot)."""
+    def counts(self) -> dict[str, Any]:
+        """The service's counts for `GET /v1/status`: VMs by state, plans by state, why plans aborted."""
         with self.lock:
-            doc = {**self.seed.document, "vms": [copy.deepcopy(e) for e in self.entries.values()]}
+            states, causes = end_counts(self.plans.values())
+            return {
+                "pms": len(self.dc.pms),
+                "vms": {
+                    "running": len(self.dc.vms),
+                    "pending": len(self.dc.pending),
+                    "rejected": len(self.rejected),
+                },
+                "plans": states,
+                "aborted_causes": causes,
+                "held_pms": len(self.locked),
+            }
+
+    def snapshot_json(self) -> bytes:
+        """The live cluster as a snapshot document (docs/formats.md#snapshot), JSON-encoded; only the
+        copy of the VM list is made under the lock."""
+        with self.lock:
+            entries = list(self.entries.values())  # each entry is stored once and never changed
             placement = dict(self.dc.placement)
-        return snapshot_document(dataclasses.replace(self.seed, document=doc), placement)
+        return self.view.render(entries, placement)
 
 
 def _switched_on(document: Mapping[str, Any]) -> dict[str, Any]:

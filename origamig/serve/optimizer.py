@@ -11,6 +11,9 @@ simulator, no check is made while a call runs.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import math
 import multiprocessing
 import os
 import pickle
@@ -19,12 +22,17 @@ import sys
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from typing import Any
 
 from origamig.policies.base import Work
 from origamig.policies.runtime import collect_calls
 from origamig.serve.live import Live
 
+STUCK_AFTER_S = 900.0  # a check still solving after this long is killed, its worker replaced
+LOG_REPEAT_S = 60.0  # the same log line at most once a minute
+STARTING, IDLE, SOLVING, STOPPED = "starting", "idle", "solving", "stopped"
 IDLE_POLL_S = 1.0  # how often a waiting optimizer looks again (a plan running, a check not due)
 SELECT_POLL_S = 0.05  # how often the optimizer looks for the PMs of a call the worker chose
 PARENT_POLL_S = 1.0  # how often the worker looks whether the service still runs
@@ -67,51 +75,122 @@ def run_check(payload: bytes) -> bytes:
     return pickle.dumps((policy, works), protocol=pickle.HIGHEST_PROTOCOL)
 
 
-class Optimizer:
-    """A thread that makes the policy's checks, each in the worker process."""
+@dataclass
+class OptimizerStatus:
+    """What the optimizer is doing and has done (`GET /v1/status`, `GET /readyz`)."""
 
-    def __init__(self, live: Live) -> None:
+    state: str = STARTING  # starting, idle, solving, stopped; off (--optimizer off); replay (on its clock)
+    checks: int = 0  # checks that ended (with or without calls)
+    failed_checks: int = 0
+    restarts: int = 0  # workers replaced (died, or stuck past the limit)
+    last_check_s: float | None = None  # wall time the last check ended
+    solving_since_s: float | None = None  # wall time the running check began
+    worker_pid: int | None = None
+    last_error: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+class Optimizer:
+    """A thread that makes the policy's checks, each in a worker process it supervises: a worker
+    that dies is replaced and the check made again; one that solves past `stuck_after_s` is killed
+    and replaced (the check counts as failed)."""
+
+    def __init__(self, live: Live, stuck_after_s: float = STUCK_AFTER_S) -> None:
         self.live = live
+        self.stuck_after_s = stuck_after_s
         self.stopping = threading.Event()
-        context = multiprocessing.get_context("spawn")
-        self.selected = context.Queue()  # the PMs of each call the worker chose, before it solves
+        self.status = OptimizerStatus()
+        self.context = multiprocessing.get_context("spawn")
+        self.selected: Any = None  # the PMs of each call the worker chose, before it solves
+        self.pool: ProcessPoolExecutor | None = None
+        self.thread = threading.Thread(target=self._loop, name="origamig-optimizer", daemon=True)
+        self.looping = False  # the loop was started (not with --optimizer off, nor in a replay)
+        self.resting = IDLE  # its state between checks
+        self._last_logged = ("", 0.0)
+
+    def _new_worker(self) -> ProcessPoolExecutor:
+        """A fresh worker process (and queue: a killed worker may have left the old one locked)."""
+        old = self.pool
+        if old is not None:
+            _kill_workers(old)
+            old.shutdown(wait=False, cancel_futures=True)
+        self.selected = self.context.Queue()
         self.pool = ProcessPoolExecutor(
             max_workers=1,
-            mp_context=context,
+            mp_context=self.context,
             initializer=_start_worker,
             initargs=(os.getpid(), self.selected),
         )
-        self.thread = threading.Thread(target=self._loop, name="origamig-optimizer", daemon=True)
+        status = self.status
+        status.worker_pid = None  # known once the new worker runs (it starts in the background)
+        self.pool.submit(os.getpid).add_done_callback(
+            lambda done: setattr(status, "worker_pid", done.result()) if done.exception() is None else None
+        )
+        return self.pool
 
     def start(self) -> None:
+        """Start the worker and the loop (the worker is started before the first check is due)."""
+        self._new_worker()
+        self.status.state = IDLE
+        self.looping = True
         self.thread.start()
 
     def stop(self) -> None:
         self.stopping.set()
-        self.thread.join(timeout=30)
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        if self.thread.is_alive():
+            self.thread.join(timeout=30)
+        if self.pool is not None:
+            _kill_workers(self.pool)
+            self.pool.shutdown(wait=False, cancel_futures=True)
+        self.status.state = STOPPED
+
+    def without_loop(self, state: str) -> None:
+        """No checks of its own: none at all (`off`), or only those a replay asks for (`replay`)."""
+        self.resting = self.status.state = state
+
+    def alive(self) -> bool:
+        """The loop runs (or was never meant to: `--optimizer off`, a replay)."""
+        return not self.looping or self.thread.is_alive()
+
+    def stuck(self, now: float) -> bool:
+        """The running check has solved for longer than twice the limit (the supervisor failed)."""
+        since = self.status.solving_since_s
+        return since is not None and now - since > 2 * self.stuck_after_s
 
     def _loop(self) -> None:
         live = self.live
         due: float | None = None
         while not self.stopping.is_set():
-            live.expire()  # a plan whose next step waited too long is aborted: its PMs are free
-            with live.lock:
-                if due is None and not live.runtime.running:
-                    due = live.policy.next_check(live.now())
-            wait = IDLE_POLL_S if due is None else min(max(due - live.now(), 0.0), IDLE_POLL_S)
-            if self.stopping.wait(wait) or due is None or live.now() < due:
-                continue
             try:
-                self.check(due)
-            except Exception as exc:  # a failed call is reported and the next check comes as usual
-                print(f"origamig serve: optimizer check failed: {exc!r}", file=sys.stderr, flush=True)
-            due = None
+                live.expire()  # a plan whose next step waited too long is aborted: its PMs are free
+                with live.lock:
+                    if due is None and not live.runtime.running:
+                        due = live.policy.next_check(live.now())
+                wait = IDLE_POLL_S if due is None else min(max(due - live.now(), 0.0), IDLE_POLL_S)
+                if self.stopping.wait(wait) or due is None or live.now() < due:
+                    continue
+                due = None
+                self.check(live.now())
+            except Exception as exc:  # reported; the next check comes as usual
+                self._log(f"optimizer check failed: {exc!r}")
+                self.stopping.wait(IDLE_POLL_S)
+
+    def _log(self, line: str) -> None:
+        """One line on stderr; the same line again at most once a minute (no log flood)."""
+        self.status.last_error = line
+        last, when = self._last_logged
+        now = time.monotonic()
+        if line != last or now - when > LOG_REPEAT_S:
+            print(f"origamig serve: {line}", file=sys.stderr, flush=True)
+            self._last_logged = (line, now)
 
     def check(self, now: float, hold: bool = False) -> list[Work]:
         """One check at time `now`: the worker decides, the live state adopts ([] when a call runs: no
         check while one does, as in the simulator). `hold`: a replay's calls without a plan keep their
-        PMs for their modeled time and are returned (`Live.adopt`)."""
+        PMs for their modeled time and are returned (`Live.adopt`). A worker that died is replaced
+        and the check made once more."""
         live = self.live
         with live.lock:
             if live.runtime.running:
@@ -120,26 +199,72 @@ class Optimizer:
             dc, locked = live.dc.copy(), live.locked
             live.recording = []
         payload = pickle.dumps((policy, dc, now, locked))
+        self.status.state, self.status.solving_since_s = SOLVING, time.time()
         try:
-            future = self.pool.submit(run_check, payload)
-            self._hold_while_solving(future)
-            policy, works = pickle.loads(future.result())
-        except BaseException:
+            try:
+                result = self._solve(payload)
+            except BrokenProcessPool:
+                self._replace("the optimizer's worker died")
+                result = self._solve(payload)
+            policy, works = pickle.loads(result)
+        except BaseException as exc:
             with live.lock:
                 live.recording = None
                 live.runtime.release_solving()
+            self._ended(failed=True)
+            if isinstance(exc, BrokenProcessPool):
+                self._replace("the optimizer's worker died again")
             raise
-        with live.writing, live.lock:
-            live.runtime.release_solving()
-            return live.adopt(policy, works, now, hold)
+        try:
+            with live.writing, live.lock:
+                live.runtime.release_solving()
+                return live.adopt(policy, works, now, hold)
+        finally:
+            self._ended(failed=False)
 
-    def _hold_while_solving(self, future: Any) -> None:
+    def _solve(self, payload: bytes) -> bytes:
+        """The worker's answer to one check, the PMs of its calls held meanwhile; a worker still
+        solving after `stuck_after_s` is killed (`CheckTimeout`)."""
+        pool = self.pool if self.pool is not None else self._new_worker()
+        future = pool.submit(run_check, payload)
+        deadline = time.monotonic() + self.stuck_after_s
+        self._hold_while_solving(future, deadline)
+        if not future.done():
+            self._replace(f"a check ran past {self.stuck_after_s:g} s")
+            raise CheckTimeout(f"a check ran past {self.stuck_after_s:g} s; its worker was replaced")
+        return future.result()
+
+    def _replace(self, why: str) -> None:
+        self._log(f"{why}: starting a new worker")
+        self.status.restarts += 1
+        self._new_worker()
+
+    def _ended(self, failed: bool) -> None:
+        status = self.status
+        status.checks += 1
+        status.failed_checks += failed
+        status.last_check_s, status.solving_since_s = time.time(), None
+        if status.state == SOLVING:
+            status.state = self.resting
+
+    def _hold_while_solving(self, future: Any, deadline: float = math.inf) -> None:
         """While the worker solves, hold the PMs of each call it chose (arrivals keep off them)."""
         live = self.live
-        while not future.done() or not self.selected.empty():
+        while (not future.done() or not self.selected.empty()) and time.monotonic() < deadline:
             try:
                 pms = self.selected.get(timeout=SELECT_POLL_S)
             except queue.Empty:
                 continue
             with live.lock:
                 live.runtime.hold_solving(frozenset(pms))
+
+
+class CheckTimeout(RuntimeError):
+    """A check whose worker solved for longer than the optimizer allows."""
+
+
+def _kill_workers(pool: ProcessPoolExecutor) -> None:
+    """End the pool's worker processes now (a stuck solver does not stop when asked)."""
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        with contextlib.suppress(Exception):
+            process.kill()

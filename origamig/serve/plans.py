@@ -9,7 +9,7 @@ handed out, and applied when acknowledged, only if that replay accepts it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -23,6 +23,8 @@ from origamig.snapshot.document import placement_json
 # not acknowledged in time) or cancelled (by a client).
 RUNNING, DONE, FAILED, ABORTED, CANCELLED = "running", "done", "failed", "aborted", "cancelled"
 STEP_DONE, STEP_FAILED, STEP_PENDING, STEP_ABORTED = "done", "failed", "pending", "aborted"
+# Why a plan was aborted: its next step was not acknowledged in time, or no longer fit the live state.
+TIMEOUT, STALE = "timeout", "stale"
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ class LivePlan:
     status: str = RUNNING
     done: int = 0  # steps acknowledged done
     reason: str = ""
+    cause: str = ""  # an aborted plan's: TIMEOUT or STALE
     gain: float | None = None
     modeled_s: float = 0.0  # the call's deterministic time (docs/simulator.md); when a replay acknowledges it
     rejected_reasons: Mapping[str, str] = field(default_factory=dict)  # why each of `rejected` is
@@ -67,6 +70,7 @@ class LivePlan:
             "created_s": self.created_s,
             "status": self.status,
             "reason": self.reason,
+            "cause": self.cause,
             "next_step": self.next_step,
             "steps": [{"n": n, "status": self.step_status(n), **step} for n, step in enumerate(self.steps)],
             "admitted": list(self.admitted),
@@ -107,6 +111,7 @@ class LivePlan:
             status=doc["status"],
             done=doc["done"],
             reason=doc["reason"],
+            cause=doc.get("cause", ""),
             gain=doc["gain"],
             modeled_s=doc.get("modeled_s", 0.0),
             rejected_reasons=dict(doc.get("rejected_reasons", {})),
@@ -151,8 +156,23 @@ def placement_after(dc: DataCenter, plan: LivePlan, upto: int) -> dict[str, Plac
     return {v: final[v] for v in plan_vms(plan.steps) if v in final}
 
 
-def finished(plan: LivePlan, status: str, reason: str = "") -> LivePlan:
-    return replace(plan, status=status, reason=reason)
+def finished(plan: LivePlan, status: str, reason: str = "", cause: str = "") -> LivePlan:
+    return replace(plan, status=status, reason=reason, cause=cause)
+
+
+def end_counts(plans: Iterable[LivePlan]) -> tuple[dict[str, int], dict[str, int]]:
+    """How many plans are in each state, and why those aborted were: `timeout`, `stale` before their
+    first step (the cluster changed while the plan was made) or `stale` later."""
+    states = dict.fromkeys((RUNNING, DONE, FAILED, ABORTED, CANCELLED), 0)
+    causes = {"timeout": 0, "stale_before_first_step": 0, "stale_later": 0}
+    for plan in plans:
+        states[plan.status] = states.get(plan.status, 0) + 1
+        if plan.status == ABORTED:
+            if plan.cause == TIMEOUT:
+                causes["timeout"] += 1
+            else:
+                causes["stale_before_first_step" if plan.done == 0 else "stale_later"] += 1
+    return states, causes
 
 
 def leftovers(dc: DataCenter, plan: LivePlan) -> tuple[tuple[dict[str, Any], ...], tuple[str, ...]]:

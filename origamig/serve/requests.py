@@ -15,6 +15,7 @@ from typing import Any
 
 from origamig.cluster.records import PmSpec, VmSpec
 from origamig.errors import SnapshotError, UserError
+from origamig.serve.door import MAX_NAME, MAX_NAMESPACE, id_problem
 from origamig.snapshot.document import parse_snapshot
 
 MIG_RESOURCE = "nvidia.com/mig-"  # container resources `nvidia.com/mig-<profile>` (the mixed strategy)
@@ -59,6 +60,9 @@ def read_vm_entry(raw: Any, probe: Mapping[str, Any], limit: int | None = None) 
         raise RequestError(f"body: expected a VM object, got {type(raw).__name__}")
     if not isinstance(raw.get("id"), str) or not raw["id"].strip():
         raise RequestError(f"id: {raw.get('id')!r} is not a non-empty string")
+    problem = id_problem(raw["id"])
+    if problem is not None:
+        raise RequestError(problem)
     gis = raw.get("gis")
     problem = gi_count_problem(len(gis), limit) if isinstance(gis, list) and limit is not None else None
     if problem is not None:
@@ -109,6 +113,14 @@ def pod_entry(pod: Any, limit: int | None = None) -> dict[str, Any]:
     name = meta.get("name") if isinstance(meta, dict) else None
     if not isinstance(name, str) or not name:
         raise RequestError(f"Pod.metadata.name: {name!r} is not a non-empty string")
+    namespace = meta.get("namespace") or "default"
+    if not isinstance(namespace, str):
+        raise RequestError(f"Pod.metadata.namespace: {namespace!r} is not a string")
+    if len(name) > MAX_NAME or len(namespace) > MAX_NAMESPACE:
+        raise RequestError(
+            f"Pod.metadata: {namespace[:40]!r}/{name[:40]!r}… is longer than Kubernetes allows "
+            f"(namespace {MAX_NAMESPACE}, name {MAX_NAME} characters)"
+        )
     spec = pod.get("spec") or {}
     containers = spec.get("containers") if isinstance(spec, dict) else None
     if not isinstance(containers, list):
@@ -134,5 +146,4 @@ def pod_entry(pod: Any, limit: int | None = None) -> dict[str, Any]:
             cpu += quantity(requests["cpu"], f"{where}.requests.cpu")
         if "memory" in requests:
             ram_bytes += quantity(requests["memory"], f"{where}.requests.memory")
-    namespace = meta.get("namespace") or "default"
     return {"id": f"{namespace}/{name}", "cpu": cpu, "ram_gb": ram_bytes / 1e9, "gis": gis}

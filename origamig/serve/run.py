@@ -1,15 +1,18 @@
-"""Start the service: bind the socket, open (or seed) the state, build the policy and the app, run
-uvicorn.
+"""Start the service: bind the socket, lock the state (one server per state), open (or seed) it,
+build the policy and the app, run uvicorn.
 
 Nothing is half-written: the listening socket is bound before the state file is created, every
 setting is checked before that, and a start that fails after a new state file was written removes
-it; any start-up failure is one `error:` line (exit 2).
+it; any start-up failure is one `error:` line (exit 2). An existing state that is not a whole
+origamig state, or that cannot be written, is refused, never seeded anew.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,13 +21,16 @@ from typing import Any
 from origamig.call.goals import DEFAULT_GOAL
 from origamig.errors import UserError
 from origamig.policies.base import make_policy
+from origamig.serve.door import plain_int
 from origamig.serve.live import Live
-from origamig.serve.store import Store
-from origamig.snapshot.document import Snapshot, load_snapshot
+from origamig.serve.state_lock import StateLock
+from origamig.serve.store import RUNNING, STOPPED, Store, StoreError, StoreWriteError
+from origamig.snapshot.document import load_snapshot
 
 DEFAULT_LISTEN = "127.0.0.1:8787"
 POLICY = "origamig"  # the policy the service drives (its options come from `--option`)
 DEFAULT_STEP_TIMEOUT_S = 600.0
+REQUEST_TIMEOUT_S = 10.0  # a connection's time to deliver a whole request (`connections.py`)
 # The service's policy defaults differ from the simulator's: admit first, GIs created GPU by GPU.
 SERVE_DEFAULTS: dict[str, Any] = {"goal": DEFAULT_GOAL, "gpu_order": True}
 # `--optimizer off`: the extender and the arrival rule only; an arrival that fits nowhere is refused.
@@ -46,18 +52,30 @@ class ServeConfig:
     optimizer: bool = True
     intra_pm_moves: bool | None = None  # None: the seed's `intra_pm_moves`
     tls: dict[str, Any] = field(default_factory=dict)  # uvicorn's ssl_* settings (`tls.tls_options`)
+    request_timeout_s: float = REQUEST_TIMEOUT_S  # to deliver a whole request (`connections.py`)
 
 
 def parse_listen(text: str) -> tuple[str, int]:
     """`HOST:PORT` (IPv6 hosts in brackets) → (host, port)."""
     host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+    number = plain_int(port, 5)
+    if not sep or not host or number is None or not 0 < number < 65536:
         raise UserError(f"--listen: {text!r} is not HOST:PORT (e.g. {DEFAULT_LISTEN})")
-    return host.strip("[]"), int(port)
+    return host.strip("[]"), number
 
 
 def read_token(path: Path) -> str:
-    """The bearer token: the file's text without surrounding white space (at least 16 characters)."""
+    """The bearer token: the file's text without surrounding white space (at least 16 characters).
+    A file that group or others may read or write is refused, as ssh refuses a loose key."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        raise UserError(f"--token-file: {path}: cannot read ({exc.strerror})") from None
+    if mode & 0o077:
+        raise UserError(
+            f"--token-file: {path}: mode {stat.S_IMODE(mode):04o} lets group or others at the token "
+            f"(chmod 600 {path})"
+        )
     try:
         token = path.read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError) as exc:
@@ -73,22 +91,6 @@ def policy_options(config: ServeConfig) -> dict[str, Any]:
     return {**SERVE_DEFAULTS, **off, **dict(config.options)}
 
 
-def seed_snapshot(state: Path, seed: Path | None) -> Snapshot | None:
-    """The snapshot that seeds a new state (None when `state` is already seeded: `--from` is then
-    not read again); `UserError` when a new state has no valid `--from`."""
-    if _seeded(state):
-        if seed is not None:
-            print(
-                f"origamig serve: {state} is already seeded; --from {seed} is not read again", file=sys.stderr
-            )
-        return None
-    if seed is None:
-        raise UserError(f"--from: {state} holds no state yet: give --from SNAPSHOT.json to seed it")
-    if not seed.is_file():
-        raise UserError(f"--from: {seed}: no such file")
-    return load_snapshot(seed)
-
-
 def open_live(
     state: Path,
     seed: Path | None,
@@ -96,18 +98,33 @@ def open_live(
     step_timeout_s: float | None = DEFAULT_STEP_TIMEOUT_S,
     intra_pm_moves: bool | None = None,
 ) -> Live:
-    """The live cluster of `state`, seeded from `seed` when the state is new (else `seed` is unused).
-    Everything is checked before a new state file is written; a new file is removed again when the
-    start fails after it was written."""
+    """The live cluster of `state`, or of a new state seeded from `seed` when `state` does not exist
+    (an existing state is never seeded anew: `--from` is then not read). Everything is checked before
+    a new state file is written; a new file is removed again when the start fails after it was
+    written. A state this process cannot write is refused."""
     policy = make_policy(POLICY, **dict(options))
-    snap = seed_snapshot(state, seed)
     new = not state.exists()
-    try:
+    if new:
+        if seed is None:
+            raise UserError(f"--from: {state} does not exist yet: give --from SNAPSHOT.json to seed it")
+        if not seed.is_file():
+            raise UserError(f"--from: {seed}: no such file")
+        store = Store.create(state, load_snapshot(seed).document)
+    else:
         store = Store(state)
-        if snap is not None:
-            store.seed(snap.document)
+        if seed is not None:
+            print(f"origamig serve: {state} is already seeded; --from {seed} is not read", file=sys.stderr)
+    try:
+        try:
+            store.mark(RUNNING)
+        except StoreWriteError as exc:
+            why = exc.problems[0].partition("(")[2].rstrip(")")
+            raise StoreError(
+                f"--state: {state}: cannot be written ({why}); the service stores every change"
+            ) from None
         live = Live(store, policy, step_timeout_s)
     except BaseException:
+        store.close()
         if new:
             _remove_state(state)
         raise
@@ -123,20 +140,12 @@ def _remove_state(state: Path) -> None:
             path.unlink()
 
 
-def _seeded(state: Path) -> bool:
-    if not state.exists():
-        return False
-    store = Store(state)
-    try:
-        return store.seeded()
-    finally:
-        store.close()
-
-
 def bind(host: str, port: int) -> socket.socket:
     """The listening socket, bound now (`UserError` naming the address when it cannot be)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named: asyncio sets TCP_NODELAY only on sockets that say they are TCP; without it a
+    # keep-alive client waits ~40 ms (Nagle and delayed ACKs) for every answer after the first.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
@@ -152,23 +161,36 @@ def serve(config: ServeConfig) -> None:
     import uvicorn
 
     from origamig.serve.app import build_app
+    from origamig.serve.connections import (
+        ACCEPT_BACKLOG,
+        bounded_protocol,
+        connection_cap,
+        quiet_repeats,
+        raise_open_file_limit,
+    )
     from origamig.serve.optimizer import Optimizer
     from origamig.serve.replay import ReplayClock
-    from origamig.serve.tls import ClientCertProtocol
 
+    open_files = raise_open_file_limit()  # before the socket and the state take any
     sock = bind(config.host, config.port)  # before any state file is written
+    scheme = "https" if config.tls else "http"
+    try:
+        lock = StateLock(config.state, f"pid {os.getpid()}, {scheme}://{config.host}:{config.port}")
+    except BaseException:
+        sock.close()
+        raise
     try:
         live = open_live(
             config.state, config.seed, policy_options(config), config.step_timeout_s, config.intra_pm_moves
         )
     except BaseException:
         sock.close()
+        lock.release()
         raise
     optimizer = Optimizer(live)
     clock = ReplayClock(live, optimizer) if config.clock == "replay" else None
-    app = build_app(live, config.token, clock)
+    app = build_app(live, config.token, clock, optimizer)
     dc = live.dc
-    scheme = "https" if config.tls else "http"
     print(
         f"origamig serve: {scheme}://{config.host}:{config.port} — {len(dc.pms)} PMs, {len(dc.vms)} running, "
         f"{len(dc.pending)} pending (state {config.state})",
@@ -177,12 +199,21 @@ def serve(config: ServeConfig) -> None:
     )
     if clock is None and config.optimizer:
         optimizer.start()
+    else:
+        optimizer.without_loop("off" if not config.optimizer else "replay")
+    quiet_repeats()
+    protocol = bounded_protocol(connection_cap(open_files), config.request_timeout_s)
     server = uvicorn.Server(
-        uvicorn.Config(app, log_level="warning", access_log=False, http=ClientCertProtocol, **config.tls)
+        uvicorn.Config(
+            app, log_level="warning", access_log=False, http=protocol, backlog=ACCEPT_BACKLOG, **config.tls
+        )
     )
     try:
         server.run(sockets=[sock])
     finally:
         optimizer.stop()
+        with contextlib.suppress(StoreWriteError):
+            live.store.mark(STOPPED)
         live.store.close()
         sock.close()
+        lock.release()

@@ -8,17 +8,25 @@ its steps and how far it got, as JSON), `rejected` (pending VMs an optimizer cal
 why: a client that was told 202 learns their fate from `GET /v1/vms/{id}`). The live state is
 always the seed document with the rows of `vms` as its VMs, read back by the snapshot reader
 (docs/formats.md#snapshot).
+
+A new state is built under a temporary name and moved into place whole; a file that is not a whole
+origamig state (empty, not SQLite, a table missing, another format) is refused, never seeded anew.
+A change the file cannot take (disk full, read-only) is refused as `StoreWriteError` with nothing
+changed. `Store.backup` copies a state consistently while a server writes it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from origamig.errors import UserError
 
@@ -34,68 +42,152 @@ _SCHEMA = (
 
 
 class StoreError(UserError):
-    """A state file that cannot be used (another format, unreadable, not seeded)."""
+    """A state file that cannot be used (not an origamig state, another format, not writable)."""
+
+
+class StoreWriteError(UserError):
+    """A change the state file could not take (disk full, read-only, I/O error): nothing changed,
+    the client may retry (HTTP 503)."""
+
+
+TABLES = ("meta", "vms", "plans", "rejected")
+SERVER, RUNNING, STOPPED = "server", "running", "stopped"  # meta: whether a server runs on the state
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    """An open connection to the existing file `path` (never creates one)."""
+    uri = f"file:{quote(str(path.resolve()))}?mode=rw"
+    return sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
 
 
 class Store:
-    """One SQLite database file; methods are safe to call from several threads (one lock)."""
+    """One SQLite database file holding a whole origamig state; methods are safe to call from several
+    threads (one lock). `Store(path)` opens an existing state and refuses any file that is not one
+    (`StoreError`, one line naming the file): a state is never re-seeded. `Store.create` makes a new
+    one."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, writable: bool = True) -> None:
         self.path = Path(path)
-        try:
-            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            for statement in _SCHEMA:
-                self._db.execute(statement)
-        except sqlite3.Error as exc:
-            raise StoreError(f"--state: {self.path}: cannot open ({exc})") from None
-        self._lock = threading.RLock()
-        found = self._meta("format")
-        if found is not None and found != str(STORE_FORMAT):
+        where = f"--state: {self.path}"
+        if not self.path.exists():
+            raise StoreError(f"{where}: no such file")
+        if not self.path.is_file():
+            raise StoreError(f"{where}: not a file")
+        if self.path.stat().st_size == 0:
             raise StoreError(
-                f"--state: {self.path}: state format {found} (this version reads {STORE_FORMAT})"
+                f"{where}: an empty file is not an origamig state (a state is never seeded anew: "
+                "move it away to start from --from)"
             )
+        if writable and not (os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK)):
+            raise StoreError(
+                f"{where}: cannot be written (a read-only file or folder); the service stores every change"
+            )
+        self._lock = threading.RLock()
+        had_log = self.path.with_name(self.path.name + "-wal").exists()  # SQLite makes one when it opens
+        try:
+            self._db = _connect(self.path)
+        except sqlite3.Error as exc:
+            raise StoreError(f"{where}: cannot open ({exc})") from None
+        try:
+            problem = self._not_a_state(had_log)
+        except sqlite3.OperationalError as exc:
+            problem = f"cannot open ({exc})"
+        except sqlite3.Error as exc:
+            problem = f"not an origamig state ({exc})"
+        if problem is None:
+            try:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=FULL")
+            except sqlite3.Error as exc:
+                problem = f"cannot open ({exc})"
+        if problem is not None:
+            self._db.close()
+            raise StoreError(f"{where}: {problem}")
+
+    def _not_a_state(self, had_log: bool) -> str | None:
+        """Why the open file is not a whole origamig state this version reads, or None (`had_log`:
+        its write-ahead log was beside it)."""
+        names = {n for (n,) in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        missing = [t for t in TABLES if t not in names]
+        if missing:
+            return f"not an origamig state (no table {', '.join(missing)})"
+        found = self._meta("format")
+        if found != str(STORE_FORMAT):
+            return f"state format {found} (this version reads state format {STORE_FORMAT})"
+        if self._meta("seed") is None:
+            return "not an origamig state (no seed)"
+        damage = [row for (row,) in self._db.execute("PRAGMA quick_check(3)")]
+        if damage != ["ok"]:
+            return f"damaged ({'; '.join(map(str, damage))})"
+        if self._meta(SERVER) == RUNNING and not had_log:
+            return (
+                "copied from a running server without its -wal file: it may miss the latest changes "
+                "(copy a running state with `origamig serve --state S --backup COPY`)"
+            )
+        return None
+
+    def mark(self, state: str) -> None:
+        """Record in the main file (not only in the write-ahead log) whether a server runs on this
+        state (`RUNNING`) or stopped cleanly (`STOPPED`): a copy of the main file alone, taken while a
+        server runs, is then told from a state (`_not_a_state`)."""
+        with self.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (SERVER, state))
+        with self._lock, contextlib.suppress(sqlite3.Error):
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    @classmethod
+    def create(cls, path: Path | str, document: Mapping[str, Any]) -> Store:
+        """A new state seeded with snapshot `document`, moved into place whole (`_write_whole`), so
+        `path` is never a half-made state; `StoreError` when `path` exists or cannot be written."""
+
+        def seed(db: sqlite3.Connection) -> None:
+            db.execute("BEGIN IMMEDIATE")
+            for statement in _SCHEMA:
+                db.execute(statement)
+            _write_seed(db, document)
+            db.execute("COMMIT")
+
+        _write_whole(Path(path), "--state", seed)
+        return cls(path)
+
+    def backup(self, target: Path | str) -> None:
+        """A consistent copy of the state (SQLite's online backup: safe while a server writes it) in
+        the new file `target`, moved into place whole (`_write_whole`)."""
+
+        def copy(db: sqlite3.Connection) -> None:
+            with self._lock:
+                self._db.backup(db)
+            db.execute("PRAGMA journal_mode=DELETE")
+            db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (SERVER, STOPPED))
+
+        _write_whole(Path(target), "--backup", copy)
 
     def close(self) -> None:
         self._db.close()
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One atomic, durable change: committed when the block ends, rolled back if it raises."""
+        """One atomic, durable change: committed when the block ends, rolled back if it raises. A
+        change the file cannot take is `StoreWriteError` (nothing changed)."""
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise StoreWriteError(f"state: the change cannot be stored ({_why(exc)})") from None
             try:
                 yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
+                self._db.execute("COMMIT")
+            except BaseException as exc:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise StoreWriteError(f"state: the change cannot be stored ({_why(exc)})") from None
                 raise
-            self._db.execute("COMMIT")
 
-    # --- the seed ------------------------------------------------------------------------------
-    def seeded(self) -> bool:
-        return self._meta("seed") is not None
-
-    def seed(self, document: Mapping[str, Any]) -> None:
-        """Store a snapshot document once: its VMs become rows, the rest the seed."""
-        base = {k: v for k, v in document.items() if k != "vms"}
-        with self.transaction() as db:
-            db.execute("INSERT INTO meta VALUES ('format', ?)", (str(STORE_FORMAT),))
-            db.execute("INSERT INTO meta VALUES ('seed', ?)", (json.dumps(base),))
-            for entry in document.get("vms", []):
-                vm = {k: v for k, v in entry.items() if k != "placement"}
-                placement = entry.get("placement")
-                db.execute(
-                    "INSERT INTO vms (id, entry, placement) VALUES (?, ?, ?)",
-                    (vm["id"], json.dumps(vm), None if placement is None else json.dumps(placement)),
-                )
-
+    # --- the state ----------------------------------------------------------------------------
     def document(self) -> dict[str, Any]:
         """The stored state as a snapshot document: the seed with every VM row, in arrival order."""
-        seed = self._meta("seed")
-        if seed is None:
-            raise StoreError(f"--state: {self.path}: no state yet (give --from SNAPSHOT.json to seed it)")
-        doc = json.loads(seed)
+        doc = json.loads(self._meta("seed") or "{}")
         with self._lock:
             rows = self._db.execute("SELECT entry, placement FROM vms ORDER BY seq").fetchall()
         vms = []
@@ -150,3 +242,50 @@ class Store:
         with self._lock:
             row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else row[0]
+
+
+def _write_seed(db: sqlite3.Connection, document: Mapping[str, Any]) -> None:
+    """A snapshot document as a state: its VMs become rows, the rest the seed."""
+    base = {k: v for k, v in document.items() if k != "vms"}
+    db.execute("INSERT INTO meta VALUES ('format', ?)", (str(STORE_FORMAT),))
+    db.execute("INSERT INTO meta VALUES ('seed', ?)", (json.dumps(base),))
+    for entry in document.get("vms", []):
+        vm = {k: v for k, v in entry.items() if k != "placement"}
+        placement = entry.get("placement")
+        db.execute(
+            "INSERT INTO vms (id, entry, placement) VALUES (?, ?, ?)",
+            (vm["id"], json.dumps(vm), None if placement is None else json.dumps(placement)),
+        )
+
+
+def _write_whole(path: Path, option: str, fill: Callable[[sqlite3.Connection], None]) -> None:
+    """Make the new database `path` with `fill`, under a temporary name beside it, then give it its
+    name (never over an existing file) and make the name durable; `StoreError` naming `option`."""
+    tmp = path.with_name(f".{path.name}.new-{os.getpid()}")
+    try:
+        if path.exists():
+            raise FileExistsError(path)
+        with contextlib.closing(sqlite3.connect(tmp, isolation_level=None)) as db:
+            fill(db)
+        os.link(tmp, path)  # fails if `path` appeared meanwhile: nothing is overwritten
+        _sync_folder(path.parent)
+    except FileExistsError:
+        raise StoreError(f"{option}: {path}: already exists") from None
+    except (OSError, sqlite3.Error) as exc:
+        raise StoreError(f"{option}: {path}: cannot write ({_why(exc)})") from None
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make a new name in `folder` durable."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _why(exc: BaseException) -> str:
+    return getattr(exc, "strerror", None) or str(exc)
