@@ -1,22 +1,25 @@
 """Load on `origamig serve`: concurrent clients on loopback, a read-heavy mix, 1,000 to 10,000 servers.
 
     python -m benchmarks.serve_load [--pms 1000,10000] [--clients 8,32] [--requests 6000]
-                                    [--vms-per-pm 3] [--node-names kube|all] [--max-s 900] [--seed 0]
+                                    [--vms-per-pm 3] [--node-names kube|all] [--check-interval 10]
+                                    [--max-s 900] [--seed 0]
                                     [--fresh] [--out benchmarks/results/serve_load.json]
 
 Each cell (servers × clients) seeds a cluster of `--pms` PMs (2× A100-40GB, 80 cores, 512 GB) with
 `--vms-per-pm` running VMs each, placed by the first-fit arrival rule (one or two GIs of profiles up to
 half a GPU, 4 cores and 16 GB per compute slice, docs/simulator.md#workload), starts a real server
-(a child process on 127.0.0.1, default policy options: the optimizer runs in the background), and
-sends `--requests` requests from `--clients` threads, each a random draw of
+(a child process on 127.0.0.1, default policy options but `--check-interval`: the optimizer runs
+in the background), and sends `--requests` requests from `--clients` threads, each a random draw of
 
     POST /v1/vms 20% · DELETE /v1/vms/{id} 10% · POST /k8s/filter 30% · POST /k8s/prioritize 10%
     GET /v1/snapshot 5% · GET /v1/plans 10% · GET /v1/vms/{id} 10% · GET /v1/status 5%
 
 while a probe asks `GET /healthz` every 100 ms (as a kubelet would) and a controller acknowledges
-every step of every plan as soon as it sees it (as a VM platform would). A filter or prioritize call
-names the nodes kube-scheduler would send (`--node-names kube`: its default sample of feasible nodes,
-`max(100, n × max(5, 50 − n/125) %)` — 420 of 1,000, 500 of 10,000) or every node (`all`).
+every step of every plan as soon as it sees it (as a VM platform would). Each client, the probe and
+the controller is a process of its own: no client's interpreter lock delays another's timings. A
+filter or prioritize call names the nodes kube-scheduler would send (`--node-names kube`: its default
+sample of feasible nodes, `max(100, n × max(5, 50 − n/125) %)` — 420 of 1,000, 500 of 10,000) or
+every node (`all`).
 
 At the end of a cell: nothing lost (every VM a reply placed is where the reply said, every one it
 queued is pending, placed by a plan or rejected by the optimizer, every deleted one is gone; none
@@ -31,13 +34,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import platform
 import random
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -53,7 +56,7 @@ from origamig.cluster.records import PmSpec, cores_to_m, gb_to_mb
 from origamig.serve.fit import ARRIVAL_FITS, fit_on_pm
 from origamig.sim.workload import vm_for
 from origamig.snapshot.document import placement_json
-from tests.serve_helpers import Server, valid
+from tests.serve_helpers import TOKEN, Server, valid
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "serve_load.json"
@@ -113,13 +116,24 @@ def pod(name: str, profile: str) -> dict[str, Any]:
     }
 
 
-class Timed(threading.Thread):
-    """A thread that times its requests per route and keeps what went wrong."""
+def http(url: str, token: str | None = TOKEN) -> httpx.Client:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx.Client(base_url=url, headers=headers, timeout=30.0)
 
-    def __init__(self, name: str) -> None:
-        super().__init__(name=name, daemon=True)
+
+class Timed:
+    """Work run in a process of its own (so that no client's interpreter lock delays another's
+    timings): its requests timed per route, what went wrong; `result()` goes back to the parent."""
+
+    def __init__(self) -> None:
         self.latency: dict[str, list[float]] = {}
         self.errors: list[str] = []
+
+    def run(self) -> None:
+        raise NotImplementedError
+
+    def result(self) -> dict[str, Any]:
+        return {"latency": self.latency, "errors": self.errors}
 
     def timed(self, kind: str, send: Any, ok: Any) -> httpx.Response | None:
         t0 = time.perf_counter()
@@ -134,30 +148,32 @@ class Timed(threading.Thread):
         return r
 
 
+def _work(worker: Timed, results: Any) -> None:
+    worker.run()
+    results.put((id(worker), worker.result()))
+
+
 class Client(Timed):
     """One client: its share of the requests; what the replies said about its VMs."""
 
     def __init__(
-        self, n: int, srv: Server, count: int, names: list[str], sample: int, seed: int, stop_at: float
-    ):
-        super().__init__(f"client-{n}")
-        self.n, self.srv, self.count, self.names, self.sample, self.stop_at = (
-            n,
-            srv,
-            count,
-            names,
-            sample,
-            stop_at,
-        )
+        self, n: int, url: str, count: int, names: list[str], sample: int, seed: int, stop_at: float
+    ) -> None:
+        super().__init__()
+        self.n, self.url, self.count, self.names, self.sample = n, url, count, names, sample
+        self.stop_at = stop_at  # wall time (`time.time`), shared by the processes
         self.rng = random.Random(seed * 1000 + n)
         self.placed: dict[str, Any] = {}  # VM id → placement (201) or None (202)
         self.deleted: set[str] = set()
 
+    def result(self) -> dict[str, Any]:
+        return {**super().result(), "placed": self.placed, "deleted": self.deleted}
+
     def run(self) -> None:
         kinds, weights = zip(*MIX, strict=True)
-        with self.srv.client() as c:
+        with http(self.url) as c:
             for i in range(self.count):
-                if time.monotonic() > self.stop_at:
+                if time.time() > self.stop_at:
                     return
                 kind = self.rng.choices(kinds, weights)[0]
                 if kind in ("delete", "vm") and not self.placed:
@@ -197,12 +213,12 @@ class Client(Timed):
 class Probe(Timed):
     """`GET /healthz` every `PROBE_EVERY_S`, as a kubelet's liveness probe."""
 
-    def __init__(self, srv: Server, stop: threading.Event) -> None:
-        super().__init__("probe")
-        self.srv, self.stop = srv, stop
+    def __init__(self, url: str, stop: Any) -> None:
+        super().__init__()
+        self.url, self.stop = url, stop
 
     def run(self) -> None:
-        with httpx.Client(base_url=self.srv.url, timeout=30.0) as c:
+        with http(self.url, token=None) as c:
             while not self.stop.wait(PROBE_EVERY_S):
                 self.timed("healthz", lambda: c.get("/healthz"), lambda r: r.status_code == 200)
 
@@ -210,33 +226,31 @@ class Probe(Timed):
 class Controller(Timed):
     """A VM platform: acknowledges each step of each running plan as soon as it sees it."""
 
-    def __init__(self, srv: Server, stop: threading.Event) -> None:
-        super().__init__("controller")
-        self.srv, self.stop = srv, stop
+    def __init__(self, url: str, stop: Any) -> None:
+        super().__init__()
+        self.url, self.stop = url, stop
 
     def run(self) -> None:
-        with self.srv.client() as c:
+        with http(self.url) as c:
             while not self.stop.wait(CONTROLLER_EVERY_S):
                 try:
                     plans = c.get("/v1/plans").json()["plans"]
                 except httpx.HTTPError:
                     continue
                 for plan in plans:
-                    while (
-                        plan["status"] == "running"
-                        and plan["next_step"] is not None
-                        and not self.stop.is_set()
-                    ):
-                        n = plan["next_step"]
-                        url = f"/v1/plans/{plan['id']}/steps/{n}"
-                        r = self.timed(
-                            "ack",
-                            lambda url=url: c.post(url, json={"result": "done"}),
-                            lambda r: r.status_code in (200, 409),
-                        )
-                        if r is None or r.status_code != 200:
-                            break
-                        plan = r.json()
+                    self.carry_out(c, plan)
+
+    def carry_out(self, c: httpx.Client, plan: dict[str, Any]) -> None:
+        while plan["status"] == "running" and plan["next_step"] is not None and not self.stop.is_set():
+            url = f"/v1/plans/{plan['id']}/steps/{plan['next_step']}"
+            r = self.timed(
+                "ack",
+                lambda url=url: c.post(url, json={"result": "done"}),
+                lambda r: r.status_code in (200, 409),
+            )
+            if r is None or r.status_code != 200:
+                return
+            plan = r.json()
 
 
 def percentile(xs: list[float], q: float) -> float | None:
@@ -247,7 +261,7 @@ def percentile(xs: list[float], q: float) -> float | None:
 
 
 def lost(
-    doc: dict[str, Any], clients: list[Client], seeded: set[str], rejected: set[str], moved: set[str]
+    doc: dict[str, Any], clients: list[dict[str, Any]], seeded: set[str], rejected: set[str], moved: set[str]
 ) -> list[str]:
     """Every way the final state differs from what the replies said (empty: nothing lost); `moved`:
     the VMs acknowledged steps of plans moved."""
@@ -255,8 +269,8 @@ def lost(
     said: dict[str, Any] = {}
     deleted: set[str] = set()
     for cl in clients:
-        said.update(cl.placed)
-        deleted |= cl.deleted
+        said.update(cl["placed"])
+        deleted |= cl["deleted"]
     problems = []
     for vm, where in said.items():
         if where is not None and final.get(vm) != where and not (vm in moved and vm in final):
@@ -275,30 +289,41 @@ def run_cell(pms: int, clients_n: int, args: argparse.Namespace) -> dict[str, An
     sample = kube_sample_size(pms) if args.node_names == "kube" else pms
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "seed.json").write_text(json.dumps(seed))
-        srv = Server(Path(tmp), seed=Path(tmp) / "seed.json", start_timeout_s=600).start()
-        stop = threading.Event()
+        options = (f"check_interval_s={args.check_interval}",)
+        code = args.code or ROOT
+        srv = Server(Path(tmp), seed=Path(tmp) / "seed.json", options=options, start_timeout_s=600, code=code)
+        srv.start()
+        context = multiprocessing.get_context("fork")
+        stop, results = context.Event(), context.Queue()
         try:
-            started = time.monotonic()
+            started = time.time()
             share = [args.requests // clients_n + (n < args.requests % clients_n) for n in range(clients_n)]
             clients = [
-                Client(n, srv, share[n], names, sample, args.seed, started + args.max_s)
+                Client(n, srv.url, share[n], names, sample, args.seed, started + args.max_s)
                 for n in range(clients_n)
             ]
-            helpers = [Probe(srv, stop), Controller(srv, stop)]
-            for t in [*helpers, *clients]:
-                t.start()
-            for cl in clients:
-                cl.join()
-            wall = time.monotonic() - started
+            helpers: list[Timed] = [Probe(srv.url, stop), Controller(srv.url, stop)]
+            procs = {id(w): context.Process(target=_work, args=(w, results)) for w in [*helpers, *clients]}
+            for proc in procs.values():
+                proc.start()
+            got: dict[int, dict[str, Any]] = {}
+            while len(got) < len(clients):
+                key, result = results.get()
+                got[key] = result
+            wall = time.time() - started
             stop.set()
-            for t in helpers:
-                t.join()
+            while len(got) < len(procs):
+                key, result = results.get()
+                got[key] = result
+            for proc in procs.values():
+                proc.join()
+            said = [got[id(cl)] for cl in clients]
             with srv.client() as c:
                 doc = c.get("/v1/snapshot").json()
                 status = c.get("/v1/status").json()
                 plans = c.get("/v1/plans").json()["plans"]
                 rejected = {
-                    vm for cl in clients for vm, w in cl.placed.items()
+                    vm for cl in said for vm, w in cl["placed"].items()
                     if w is None and c.get(f"/v1/vms/{vm}").json().get("status") == "rejected"
                 }  # fmt: skip
         finally:
@@ -306,12 +331,11 @@ def run_cell(pms: int, clients_n: int, args: argparse.Namespace) -> dict[str, An
             srv.stop()
     valid(doc)  # the independent checker accepts the final state
     moved = {str(st["vm"]) for p in plans for st in p["steps"] if st["status"] == "done" and "vm" in st}
-    problems = lost(doc, clients, {v["id"] for v in seed["vms"]}, rejected, moved)
-    threads: list[Timed] = [*clients, *helpers]
-    errors = [e for t in threads for e in t.errors]
+    problems = lost(doc, said, {v["id"] for v in seed["vms"]}, rejected, moved)
+    errors = [e for r in got.values() for e in r["errors"]]
     routes = {}
     for kind in ROUTES:
-        xs = [x for t in threads for x in t.latency.get(kind, [])]
+        xs = [x for r in got.values() for x in r["latency"].get(kind, [])]
         routes[kind] = {
             "count": len(xs),
             "p50_ms": percentile(xs, 0.5),
@@ -369,9 +393,11 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=6000)
     ap.add_argument("--vms-per-pm", type=int, default=3)
     ap.add_argument("--node-names", choices=("kube", "all"), default="kube")
+    ap.add_argument("--check-interval", type=float, default=10.0, help="the optimizer's check_interval_s")
     ap.add_argument("--max-s", type=float, default=900.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--fresh", action="store_true", help="run the cells already in --out again")
+    ap.add_argument("--code", type=Path, help="serve with the origamig of this checkout (default: this one)")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args()
     doc: dict[str, Any] = {"benchmark": "serve_load", "cells": {}}
@@ -387,7 +413,7 @@ def main() -> None:
     failed = []
     for pms in (int(x) for x in args.pms.split(",")):
         for clients_n in (int(x) for x in args.clients.split(",")):
-            key = f"{pms} PMs, {clients_n} clients, {args.node_names} nodes"
+            key = f"{pms} PMs, {clients_n} clients, {args.node_names} nodes, {args.check_interval:g} s checks"
             if key in doc["cells"]:
                 print(f"{key}: already in {args.out} (--fresh runs it again)")
                 continue

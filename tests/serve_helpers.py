@@ -49,6 +49,7 @@ class Server:
         verify: Any = True,
         preexec: Any = None,
         start_timeout_s: float = START_TIMEOUT_S,
+        code: Path = ROOT,
     ) -> None:
         self.tmp = tmp
         self.verify = verify  # for HTTPS (`--tls-cert` among `extra`): the CA to trust (an ssl context)
@@ -58,6 +59,7 @@ class Server:
         self.extra = list(extra)  # more command-line arguments
         self.preexec = preexec  # run in the child before it starts (e.g. to lower its open-file limit)
         self.start_timeout_s = start_timeout_s
+        self.code = code  # the checkout whose origamig runs (a benchmark may compare two)
         self.token_file = write_token(tmp / "token")
         self.proc: subprocess.Popen[str] | None = None
         self.port = 0
@@ -80,12 +82,13 @@ class Server:
     def start(self, port: int | None = None) -> Server:
         """Start the process (on `port`, e.g. the one it had before a restart; else a free one)."""
         self.port = port or free_port()
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        env = {**os.environ, "PYTHONPATH": str(self.code)}
         self.log = (self.tmp / f"server-{self.port}.log").open("w")
         self.proc = subprocess.Popen(
             self.command(),
             stdout=self.log,
             stderr=subprocess.STDOUT,
+            cwd=self.code,  # `python -c` looks in its working directory first
             text=True,
             env=env,
             preexec_fn=self.preexec,

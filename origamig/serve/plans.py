@@ -128,16 +128,31 @@ def plan_vms(steps: Sequence[Mapping[str, Any]]) -> set[str]:
 def replay_on_live(dc: DataCenter, plan: LivePlan, upto: int) -> ReplayResult:
     """The replay of the plan's first `upto` steps from its base, every other VM where it runs now.
 
+    Only the plan's own PMs are replayed (those it holds, its steps name and its VMs ran on), with
+    every VM on them: no other PM can change whether a step fits, and a check costs the plan's size,
+    not the cluster's. The result's placements are in the live state's PM indices.
+
     A prefix may leave GIs created but not used yet, or old GIs not destroyed yet: only a failure
     at one of its steps (`failed_step < upto`) or a broken start counts."""
     named = plan_vms(plan.steps)
-    placement = {v: pl for v, pl in dc.placement.items() if v not in named}
-    vms = {v: spec for v, spec in dc.vms.items() if v not in plan.admitted}
-    pending = {v: spec for v, spec in {**dc.pending, **dc.vms}.items() if v in plan.admitted}
+    own = set(plan.pms) | {pl.pm for pl in plan.base.values()}
+    own |= {dc.index[s[k]] for s in plan.steps for k in ("pm", "from", "to") if s.get(k) in dc.index}
+    order = sorted(own)
+    local = {j: n for n, j in enumerate(order)}
+    placement: dict[str, Placement] = {}
+    for j in order:
+        for v in dc.vms_on(j):
+            if v not in named:
+                placement[v] = replace(dc.placement[v], pm=local[j])
     for v, pl in plan.base.items():
         if v in dc.vms:
-            placement[v] = pl
-    return replay_plan(dc.pms, vms, placement, pending, plan.steps[:upto], intra_pm_moves=dc.intra_pm_moves)
+            placement[v] = replace(pl, pm=local[pl.pm])
+    vms = {v: dc.vms[v] for v in placement}
+    pending = {v: spec for v, spec in {**dc.pending, **dc.vms}.items() if v in plan.admitted}
+    pms = [dc.pms[j] for j in order]
+    result = replay_plan(pms, vms, placement, pending, plan.steps[:upto], intra_pm_moves=dc.intra_pm_moves)
+    final = {v: replace(pl, pm=order[pl.pm]) for v, pl in result.final_placement.items()}
+    return replace(result, final_placement=final)
 
 
 def step_problem(dc: DataCenter, plan: LivePlan, n: int) -> str | None:
