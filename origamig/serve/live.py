@@ -363,11 +363,15 @@ class Live:
     def plan(self, plan_id: int) -> LivePlan:
         """The plan, its next step checked against the live state first: a step that no longer fits,
         or that waited longer than the step timeout, aborts the plan (the optimizer then replans from
-        the real state)."""
-        with self.writing, self.lock:
+        the real state). An ended plan is read without waiting for the changes under way."""
+        with self.lock:
             plan = self.plans.get(plan_id)
-            if plan is None:
-                raise UnknownPlan(f"plan: {plan_id} is not a plan of the service")
+        if plan is None:
+            raise UnknownPlan(f"plan: {plan_id} is not a plan of the service")
+        if plan.status != RUNNING:
+            return plan  # an ended plan never changes again
+        with self.writing, self.lock:
+            plan = self.plans[plan_id]
             n = plan.next_step
             if n is not None and self._timed_out(plan):
                 return self._end(
