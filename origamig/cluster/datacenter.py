@@ -11,7 +11,9 @@ without GPUs (class `NO_GPU_CLASS`) the active PMs and the CPU/RAM of their VMs 
 
 from __future__ import annotations
 
+import io
 import math
+import pickle
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -37,6 +39,10 @@ class _Pm:
     free_cpu_m: int
     free_ram_mb: int
     vms: dict[str, None] = field(default_factory=dict)  # insertion-ordered set of VM ids
+
+
+PICKLE_PIECE = 256  # PMs or VMs per piece of a pickled DataCenter
+_PIECEWISE = ("pms", "_pm", "index", "vms", "placement", "pending")
 
 
 class DataCenter:
@@ -261,6 +267,34 @@ class DataCenter:
         new.active_gpus = dict(self.active_gpus)
         new.placed_slices = dict(self.placed_slices)
         return new
+
+    # --- pickling ----------------------------------------------------------------------------
+    def __getstate__(self) -> tuple[bytes, tuple[tuple[str, bool, int], ...]]:
+        """The state pickled in pieces of at most `PICKLE_PIECE` PMs or VMs, by one pickler (objects
+        shared between pieces stay shared): the interpreter lock is free between pieces, so a process
+        that sends a large state to another (the service's optimizer) keeps answering meanwhile. The
+        state read back is the same, orders included."""
+        buf = io.BytesIO()
+        pickler = pickle.Pickler(buf, pickle.HIGHEST_PROTOCOL)
+        pickler.dump({k: v for k, v in self.__dict__.items() if k not in _PIECEWISE})
+        layout = []
+        for name in _PIECEWISE:
+            items = getattr(self, name)
+            mapping = isinstance(items, dict)
+            seq = list(items.items()) if mapping else list(items)
+            chunks = range(0, len(seq), PICKLE_PIECE)
+            for i in chunks:
+                pickler.dump(seq[i : i + PICKLE_PIECE])
+            layout.append((name, mapping, len(chunks)))
+        return buf.getvalue(), tuple(layout)
+
+    def __setstate__(self, state: tuple[bytes, tuple[tuple[str, bool, int], ...]]) -> None:
+        data, layout = state
+        unpickler = pickle.Unpickler(io.BytesIO(data))
+        self.__dict__.update(unpickler.load())
+        for name, mapping, pieces in layout:
+            seq = [x for _ in range(pieces) for x in unpickler.load()]
+            setattr(self, name, dict(seq) if mapping else tuple(seq) if name == "pms" else seq)
 
     # --- internals ---------------------------------------------------------------------------
     def _as_placed(self, vm: VmSpec, pl: Placement) -> VmSpec:

@@ -10,6 +10,7 @@ origamig state, or that cannot be written, is refused, never seeded anew.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import socket
 import stat
@@ -187,6 +188,10 @@ def serve(config: ServeConfig) -> None:
         sock.close()
         lock.release()
         raise
+    # The loaded state lives as long as the process: out of the collector's full passes, which would
+    # otherwise walk all of it now and then and hold every request meanwhile.
+    gc.collect()
+    gc.freeze()
     optimizer = Optimizer(live)
     clock = ReplayClock(live, optimizer) if config.clock == "replay" else None
     app = build_app(live, config.token, clock, optimizer)
