@@ -29,7 +29,9 @@ from typing import Any
 import httpx
 
 RETRY_FOR_S = 90.0  # how long a request is retried while the service is down
-QUIET = range(12, 16)  # events during which the controller acknowledges nothing (plans time out)
+# Events during which the controller acknowledges nothing (plans time out) — once it has acknowledged
+# a step: a run whose only plan came at these events would otherwise act on no plan at all.
+QUIET = range(12, 16)
 SETTLE_S = 60.0
 
 
@@ -42,6 +44,7 @@ class View:
         self.created: dict[tuple[str, int], dict[str, Any]] = {}  # GIs made for a move not made yet
         self.cleaned: set[int] = set()  # ended plans whose leftover GIs were destroyed
         self.next_event = 0
+        self.acked = 0  # steps acknowledged
 
     def apply(self, entry: dict[str, Any]) -> None:
         """One recorded result."""
@@ -54,8 +57,10 @@ class View:
         elif kind == "deleted":
             self.placement.pop(entry["vm"], None)
             self.pending.discard(entry["vm"])
-        elif kind == "acked" and entry["result"] == "done":
-            self._did(entry["step"])
+        elif kind == "acked":
+            self.acked += 1
+            if entry["result"] == "done":
+                self._did(entry["step"])
         elif kind == "cleaned":
             self.cleaned.add(entry["plan"])
             for gi in entry["gis"]:
@@ -200,7 +205,7 @@ class Controller:
                     if made.get((g["vm"], g["gi"])) == {k: g[k] for k in ("gpu", "start")}
                 ]
                 self.record({"kind": "cleaned", "plan": p["id"], "gis": ours})
-        if event in QUIET:
+        if event in QUIET and self.view.acked:
             time.sleep(0.8)  # nobody acknowledges: the plan's step timeout runs out
             return
         running = [p for p in plans if p["status"] == "running" and p["next_step"] is not None]
