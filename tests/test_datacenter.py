@@ -131,6 +131,41 @@ def test_copy_is_independent(dc: DataCenter, data: st.DataObject) -> None:
     assert_consistent(twin)
 
 
+@settings(max_examples=80, deadline=None)
+@given(datacenters(max_pms=4, max_vms=8, pending=True), st.data())
+def test_copies_that_share_records_never_see_each_others_changes(dc: DataCenter, data: st.DataObject) -> None:
+    """States copied from one another (copies of copies, the original changed after a copy) share
+    their PMs' records until one changes a PM: a change to one state is seen by no other, and each
+    stays consistent."""
+    states = [dc]
+    seen = [state(dc)]
+    for step in range(data.draw(st.integers(1, 16))):
+        n = data.draw(st.integers(0, len(states) - 1))
+        target = states[n]
+        op = data.draw(st.sampled_from(["copy", "place", "remove", "move", "reorder"]))
+        running = sorted(target.vms)
+        if op == "copy":
+            states.append(target.copy())
+            seen.append(state(target))
+        elif op == "remove" and running:
+            target.remove(data.draw(st.sampled_from(running)))
+        elif op == "move" and running:
+            vm_id = data.draw(st.sampled_from(running))
+            placement = data.draw(random_placements(target, target.vms[vm_id]))
+            attempt(target, lambda t=target, v=vm_id, p=placement: t.move(v, p))
+        elif op == "reorder" and running:
+            target.reorder_as_applied([data.draw(st.sampled_from(running))], [])
+        else:
+            spec = data.draw(vm_specs(vm_id=f"new{step}"))
+            placement = data.draw(random_placements(target, spec))
+            attempt(target, lambda t=target, s=spec, p=placement: t.place(s, p))
+        seen[n] = state(target)
+        for other, expected in zip(states, seen, strict=True):
+            assert state(other) == expected
+    for each in states:
+        assert_consistent(each)
+
+
 def test_invalid_placements_raise_and_change_nothing() -> None:
     dc = datacenter(
         [pm("pm0", (A100, A30), cpu=16, ram_gb=64), pm("pm1", ())],

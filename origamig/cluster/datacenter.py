@@ -59,6 +59,7 @@ class DataCenter:
             _Pm(spec=p, gpus=[_Gpu(g, geometry(g)) for g in p.gpus], free_cpu_m=p.cpu_m, free_ram_mb=p.ram_mb)
             for p in self.pms
         ]
+        self._owned: set[int] | None = None  # PMs whose records this state alone holds (None: all)
         self.index: dict[str, int] = {p.id: j for j, p in enumerate(self.pms)}
         if len(self.index) != len(self.pms):
             raise PlacementError("duplicate PM ids")
@@ -193,7 +194,7 @@ class DataCenter:
             self._check_fit(vm, placement)
         except PlacementError:
             self._claim(vm, old)
-            self._pm[old.pm].vms = order  # a failed move keeps the PM's VM order
+            self._writable(old.pm).vms = order  # a failed move keeps the PM's VM order
             raise
         self._claim(vm, placement)
 
@@ -240,7 +241,7 @@ class DataCenter:
         one at a time (a plan run step by step), so that what is built from it next (a call's region)
         sees the same order. Counters are not touched."""
         for v in (*moving, *starting):
-            pm = self._pm[self.placement[v].pm]
+            pm = self._writable(self.placement[v].pm)
             del pm.vms[v]
             pm.vms[v] = None
         for v in starting:
@@ -248,19 +249,13 @@ class DataCenter:
             self.placement[v] = self.placement.pop(v)
 
     def copy(self) -> DataCenter:
-        """An independent copy (specs shared, mutable state copied) — plan on it, not on the live state."""
+        """An independent copy — plan on it, not on the live state. O(|M| + |VMs|) references: the two
+        states share every PM's record until one of them changes it (copy on write, `_writable`)."""
         new = DataCenter.__new__(DataCenter)
         new.__dict__.update(self.__dict__)
-        new._pm = [
-            _Pm(
-                spec=p.spec,
-                gpus=[_Gpu(g.model, g.geo, g.occ, g.compute, dict(g.owners)) for g in p.gpus],
-                free_cpu_m=p.free_cpu_m,
-                free_ram_mb=p.free_ram_mb,
-                vms=dict(p.vms),
-            )
-            for p in self._pm
-        ]
+        new._pm = list(self._pm)
+        self._owned = set()  # from now on both states copy a PM before they change it
+        new._owned = set()
         new.vms = dict(self.vms)
         new.placement = dict(self.placement)
         new.pending = dict(self.pending)
@@ -276,7 +271,7 @@ class DataCenter:
         state read back is the same, orders included."""
         buf = io.BytesIO()
         pickler = pickle.Pickler(buf, pickle.HIGHEST_PROTOCOL)
-        pickler.dump({k: v for k, v in self.__dict__.items() if k not in _PIECEWISE})
+        pickler.dump({k: v for k, v in self.__dict__.items() if k not in _PIECEWISE and k != "_owned"})
         layout = []
         for name in _PIECEWISE:
             items = getattr(self, name)
@@ -292,11 +287,28 @@ class DataCenter:
         data, layout = state
         unpickler = pickle.Unpickler(io.BytesIO(data))
         self.__dict__.update(unpickler.load())
+        self._owned = None  # the records read back belong to this state alone
         for name, mapping, pieces in layout:
             seq = [x for _ in range(pieces) for x in unpickler.load()]
             setattr(self, name, dict(seq) if mapping else tuple(seq) if name == "pms" else seq)
 
     # --- internals ---------------------------------------------------------------------------
+    def _writable(self, j: int) -> _Pm:
+        """PM j's record, first copied when another state may share it (see `copy`)."""
+        pm = self._pm[j]
+        if self._owned is None or j in self._owned:
+            return pm
+        pm = _Pm(
+            spec=pm.spec,
+            gpus=[_Gpu(g.model, g.geo, g.occ, g.compute, dict(g.owners)) for g in pm.gpus],
+            free_cpu_m=pm.free_cpu_m,
+            free_ram_mb=pm.free_ram_mb,
+            vms=dict(pm.vms),
+        )
+        self._pm[j] = pm
+        self._owned.add(j)
+        return pm
+
     def _as_placed(self, vm: VmSpec, pl: Placement) -> VmSpec:
         return vm.placed_on(self.pms[pl.pm], pl) if vm.alternatives and 0 <= pl.pm < len(self.pms) else vm
 
@@ -324,7 +336,7 @@ class DataCenter:
             claimed[slot.gpu] = claimed.get(slot.gpu, 0) | mask
 
     def _claim(self, vm: VmSpec, pl: Placement) -> None:
-        pm = self._pm[pl.pm]
+        pm = self._writable(pl.pm)
         if not pm.vms:
             self.active_pms += 1
             if not pm.gpus:
@@ -348,7 +360,7 @@ class DataCenter:
         self.placement[vm.id] = pl
 
     def _release(self, vm: VmSpec, pl: Placement) -> None:
-        pm = self._pm[pl.pm]
+        pm = self._writable(pl.pm)
         for prof, slot in zip(vm.gis, pl.gis, strict=True):
             gpu = pm.gpus[slot.gpu]
             h = gpu.model.gpu_class
