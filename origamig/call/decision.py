@@ -89,12 +89,15 @@ def referee(
     changed: Mapping[str, Placement],
     weights: Weights,
 ) -> tuple[Objective, Objective]:
-    """Eq. (5) over the neighborhood (PMs `pms`, their VMs and `pending`) now and after `changed`."""
-    region_vms = [v for j in pms for v in dc.vms_on(j)] + list(pending)
-    vms = {**dc.vms, **{v: dc.pending[v] for v in pending}}
-    new = {**dc.placement, **changed}
-    before = evaluate(dc.pms, vms, dc.placement, dc.placement, weights, pms, region_vms)
-    after = evaluate(dc.pms, vms, new, dc.placement, weights, pms, region_vms)
+    """Eq. (5) over the neighborhood (PMs `pms`, their VMs and `pending`) now and after `changed`.
+    Reads the neighborhood's VMs and `changed` only: its cost does not grow with the cluster."""
+    running = [v for j in pms for v in dc.vms_on(j)]
+    region_vms = running + list(pending)
+    now = {v: dc.placement[v] for v in running}
+    vms = {v: dc.vms[v] for v in running}
+    vms |= {v: dc.vms[v] if v in dc.vms else dc.pending[v] for v in (*pending, *changed)}
+    before = evaluate(dc.pms, vms, now, now, weights, pms, region_vms)
+    after = evaluate(dc.pms, vms, {**now, **changed}, now, weights, pms, region_vms)
     return before, after
 
 

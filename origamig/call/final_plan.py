@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from origamig.call.decision import STRICTLY_BETTER, parking_cost
 from origamig.cluster.datacenter import DataCenter
-from origamig.cluster.records import Placement, Weights
+from origamig.cluster.records import Placement, VmSpec, Weights
 from origamig.errors import PlacementError
 from origamig.judge.objective import evaluate
 from origamig.plan.executor import chain_plans, plan_migrations
@@ -57,8 +57,8 @@ def final_plan(
 def _drop_unneeded(
     start: DataCenter, target: dict[str, Placement], plan: Plan, weights: Weights, bandwidth: float
 ) -> FinalPlan:
-    vms = {**start.vms, **start.pending}
-    score = _value(start, vms, target, plan, weights)
+    region = _Region.around(start, target)
+    score = region.value(target, plan, weights)
     dropped: list[str] = []
     while True:
         moved = sorted(
@@ -70,7 +70,7 @@ def _drop_unneeded(
             trial_plan = _plan(start, trial, bandwidth)
             if trial_plan is None:
                 continue
-            value = _value(start, vms, trial, trial_plan, weights)
+            value = region.value(trial, trial_plan, weights)
             if value >= score - STRICTLY_BETTER:
                 target, plan, score = trial, trial_plan, value
                 dropped.append(v)
@@ -88,15 +88,30 @@ def _plan(start: DataCenter, target: Mapping[str, Placement], bandwidth: float) 
     return None if isinstance(plan, Infeasible) else plan
 
 
-def _value(
-    start: DataCenter,
-    vms: Mapping,
-    target: Mapping[str, Placement],
-    plan: Plan,
-    weights: Weights,
-) -> float:
-    """Eq. (5) of `start` with `target` applied, relative to `start`, less the plan's parking cost."""
-    placement = {**start.placement, **target}
-    return evaluate(start.pms, vms, placement, start.placement, weights).value - parking_cost(
-        plan, start.vms, weights
-    )
+@dataclass(frozen=True)
+class _Region:
+    """The servers a set of moves can change (where its VMs are and where they go) with their VMs:
+    Eq. (5) over them differs from Eq. (5) over the whole cluster by the same constant for every
+    subset of those moves, so comparisons read the region only."""
+
+    start: DataCenter
+    pms: tuple[int, ...]
+    vms: Mapping[str, VmSpec]
+    now: Mapping[str, Placement]
+
+    @classmethod
+    def around(cls, start: DataCenter, target: Mapping[str, Placement]) -> _Region:
+        pms = {pl.pm for pl in target.values()}
+        pms |= {start.placement[v].pm for v in target if v in start.placement}
+        ordered = tuple(sorted(pms))
+        now = {v: start.placement[v] for j in ordered for v in start.vms_on(j)}
+        vms = {v: start.vms[v] for v in now}
+        vms |= {v: start.vms[v] if v in start.vms else start.pending[v] for v in target}
+        return cls(start, ordered, vms, now)
+
+    def value(self, target: Mapping[str, Placement], plan: Plan, weights: Weights) -> float:
+        """Eq. (5) of the region with `target` applied, relative to the start, less the plan's parking
+        cost (up to the constant of the servers and VMs outside it)."""
+        placement = {**self.now, **target}
+        objective = evaluate(self.start.pms, self.vms, placement, self.now, weights, self.pms, self.vms)
+        return objective.value - parking_cost(plan, self.start.vms, weights)

@@ -28,7 +28,7 @@ from origamig.cluster.records import Placement, PmSpec, Weights
 from origamig.errors import UserError
 from origamig.judge.check import check_placement, moves_refused
 from origamig.judge.objective import Objective, evaluate
-from origamig.plan.explain import MoveNote, explain
+from origamig.plan.explain import MoveNote, end_state, explain
 from origamig.plan.steps import DEFAULT_BANDWIDTH_GBIT_S, Plan, PowerOff
 from origamig.snapshot.document import Snapshot, placement_json, snapshot_document
 from origamig.wording import count
@@ -81,6 +81,8 @@ class Outcome:
     goal: Goal = DEFAULT_GOAL
     dropped: tuple[str, ...] = ()  # VMs whose moves the calls made and nobody needed (put back)
     direct: bool = True  # the plan was made in one go (else: the calls' plans one after another)
+    start_state: DataCenter | None = field(default=None, repr=False, compare=False)  # the snapshot's
+    end_state: DataCenter | None = field(default=None, repr=False, compare=False)  # after the plan
 
     @property
     def gain(self) -> float:
@@ -208,6 +210,7 @@ def _outcome(
     proposed = _proposed(dc, vms, seq, first, w, current)
     off = {s.pm for s in plan.steps if isinstance(s, PowerOff)} if plan else set()
     hosts = {pl.pm for pl in placement.values()}
+    end = end_state(dc, placement)
     status = Status.UNCHANGED if seq.applied and plan is None else first_status(seq.calls)
     scope = SolveScope(
         mode,
@@ -234,11 +237,13 @@ def _outcome(
             replace(pm, powered_off=(pm.id in off or pm.powered_off) and j not in hosts)
             for j, pm in enumerate(snap.pms)
         ),
-        moves=explain(dc, plan, placement) if plan else (),
+        moves=explain(dc, plan, placement, end) if plan else (),
         calls=seq.calls,
         goal=goal.goal,
         dropped=dropped,
         direct=direct,
+        start_state=dc,
+        end_state=end,
     )
     outcome = _with_verdicts(snap, dc, outcome, seq, goal, calls)
     return replace(outcome, note=_note(outcome, seq))
@@ -279,8 +284,7 @@ def _with_verdicts(
 ) -> Outcome:
     """`out` with each pending VM that is not admitted sorted into rejected (certain) or waiting,
     with its reason (`reasons`), judged on the output state."""
-    end = dc.copy()
-    end.apply_placement({v: pl for v, pl in out.placement.items() if dc.placement.get(v) != pl})
+    end = out.end_state or end_state(dc, out.placement)
     rejected: list[str] = []
     waiting: list[str] = []
     why: dict[str, str] = {}

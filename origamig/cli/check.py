@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,7 +12,7 @@ from rich.table import Table
 
 from origamig.cli.terminal import render_text, write_stdout
 from origamig.cluster.datacenter import DataCenter
-from origamig.cluster.records import NO_GPU_CLASS, Weights
+from origamig.cluster.records import NO_GPU_CLASS, PmSpec, Weights
 from origamig.errors import UserError
 from origamig.judge.fit import no_fit_reason
 from origamig.judge.objective import evaluate_dc
@@ -19,8 +20,10 @@ from origamig.plan.render import text_table
 from origamig.snapshot.document import Snapshot, load_snapshot
 
 
-def summarize(dc: DataCenter) -> dict[str, Any]:
-    """Counts of a state: PMs, VMs, CPU/RAM, and per GPU class the GPUs, slices, CF and Γ_h."""
+def summarize(dc: DataCenter, pms: Sequence[PmSpec] | None = None) -> dict[str, Any]:
+    """Counts of a state: PMs, VMs, CPU/RAM, and per GPU class the GPUs, slices, CF and Γ_h; `pms`:
+    the servers as they are to be reported (which are switched off), default `dc`'s."""
+    specs = dc.pms if pms is None else pms
     classes: dict[str, dict[str, Any]] = {}
     for j, pm in enumerate(dc.pms):
         for k, model in enumerate(pm.gpus):
@@ -58,7 +61,7 @@ def summarize(dc: DataCenter) -> dict[str, Any]:
     return {
         "pms": len(dc.pms),
         "active_pms": dc.active_pms,
-        "powered_off_pms": sum(1 for j, pm in enumerate(dc.pms) if pm.powered_off and not dc.is_active(j)),
+        "powered_off_pms": sum(1 for j, pm in enumerate(specs) if pm.powered_off and not dc.is_active(j)),
         "running_vms": len(dc.vms),
         "pending_vms": len(dc.pending),
         "cpu": {"total": cpu_total / 1000, "used": cpu_used / 1000},

@@ -66,10 +66,12 @@ def _weights(base: Weights, overrides: dict[str, float | None]) -> Weights:
 def _state(snap: Snapshot, out: Outcome, after: bool) -> dict[str, Any]:
     from origamig.cli.check import summarize
 
-    dc = DataCenter(out.pms_out if after else snap.pms)
-    for v, pl in (out.placement if after else snap.placement).items():
-        dc.place(snap.vms[v], pl)
-    return summarize(dc)
+    dc = out.end_state if after else out.start_state
+    if dc is None:
+        dc = DataCenter(out.pms_out if after else snap.pms)
+        for v, pl in (out.placement if after else snap.placement).items():
+            dc.place(snap.vms[v], pl)
+    return summarize(dc, out.pms_out if after else snap.pms)
 
 
 def solve(
@@ -268,7 +270,7 @@ def _script(snap: Snapshot, out: Outcome) -> str:
     from origamig.plan.render import render_shell
 
     steps = out.plan.steps if out.plan is not None else ()
-    text = render_shell(steps, snap.datacenter(), out.moves)
+    text = render_shell(steps, out.start_state or snap.datacenter(), out.moves)
     head, _, rest = text.partition("\n")
     status = "".join(c if c.isprintable() else "?" for c in f"# origamig solve: {out.status}: {out.note}")
     return f"{head}\n{status}\n{rest}"

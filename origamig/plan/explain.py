@@ -77,8 +77,11 @@ class _Move:
     new: tuple[GiSlot, ...]
 
 
-def explain(dc: DataCenter, plan: Plan, final: Mapping[str, Placement] | None = None) -> tuple[MoveNote, ...]:
-    """A note per migrate/start step of `plan`, which runs from `dc`'s state (not changed)."""
+def explain(
+    dc: DataCenter, plan: Plan, final: Mapping[str, Placement] | None = None, after: DataCenter | None = None
+) -> tuple[MoveNote, ...]:
+    """A note per migrate/start step of `plan`, which runs from `dc`'s state (not changed); `after`:
+    the state the plan ends in, when the caller has it (`end_state`)."""
     specs: dict[str, VmSpec] = {**dc.pending, **dc.vms}
     moves = _walk(dc, plan)
     end = dict(final) if final is not None else dict(plan.final_placement)
@@ -87,15 +90,11 @@ def explain(dc: DataCenter, plan: Plan, final: Mapping[str, Placement] | None = 
         for m in moves:
             end[m.vm] = Placement(m.dst, m.new)
     switched_off = {dc.index[s.pm] for s in plan.steps if isinstance(s, PowerOff)}
-    used_before = {(pl.pm, g.gpu) for pl in dc.placement.values() for g in pl.gis}
-    used_after = {(pl.pm, g.gpu) for pl in end.values() for g in pl.gis}
-    after = DataCenter(dc.pms)
-    for v, pl in end.items():
-        after.place(specs[v], pl)
+    after = after if after is not None else end_state(dc, end)
     names = [pm.id for pm in dc.pms]
     notes = []
     for n, m in enumerate(moves):
-        why = _why(m, moves[n + 1 :], specs, names, switched_off, used_before, used_after, dc, after)
+        why = _why(m, moves[n + 1 :], specs, names, switched_off, dc, after)
         notes.append(
             MoveNote(
                 m.step,
@@ -110,6 +109,16 @@ def explain(dc: DataCenter, plan: Plan, final: Mapping[str, Placement] | None = 
             )
         )
     return tuple(notes)
+
+
+def end_state(dc: DataCenter, end: Mapping[str, Placement]) -> DataCenter:
+    """`dc` with every running VM at its place in `end` (a VM not in `end` gone, pending VMs of
+    `end` started): a copy that shares what did not change, so its cost follows the changes."""
+    after = dc.copy()
+    for v in [v for v in dc.placement if v not in end]:
+        after.remove(v)
+    after.apply_placement({v: pl for v, pl in end.items() if dc.placement.get(v) != pl})
+    return after
 
 
 def _walk(dc: DataCenter, plan: Plan) -> list[_Move]:
@@ -157,8 +166,6 @@ def _why(
     specs: Mapping[str, VmSpec],
     names: list[str],
     switched_off: set[int],
-    used_before: set[tuple[int, int]],
-    used_after: set[tuple[int, int]],
     before: DataCenter,
     after: DataCenter,
 ) -> str:
@@ -179,7 +186,7 @@ def _why(
     if m.src != m.dst and m.src in switched_off:
         return f"switches off {src}"
     emptied = sorted(
-        {g.gpu for g in m.old if (m.src, g.gpu) in used_before and (m.src, g.gpu) not in used_after}
+        {g.gpu for g in m.old if before.gpu_active(m.src, g.gpu) and not after.gpu_active(m.src, g.gpu)}
     )
     if emptied:
         return " and ".join(f"switches off GPU {k} of {src}" for k in emptied)
