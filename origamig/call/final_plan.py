@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 from origamig.call.decision import STRICTLY_BETTER, parking_cost
 from origamig.cluster.datacenter import DataCenter
-from origamig.cluster.records import Placement, VmSpec, Weights
+from origamig.cluster.records import Placement, Weights
 from origamig.errors import PlacementError
-from origamig.judge.objective import evaluate
+from origamig.judge.objective import ChangeRegion
 from origamig.plan.executor import chain_plans, plan_migrations
 from origamig.plan.steps import DEFAULT_BANDWIDTH_GBIT_S, Infeasible, Plan, move_bytes
 
@@ -57,8 +57,8 @@ def final_plan(
 def _drop_unneeded(
     start: DataCenter, target: dict[str, Placement], plan: Plan, weights: Weights, bandwidth: float
 ) -> FinalPlan:
-    region = _Region.around(start, target)
-    score = region.value(target, plan, weights)
+    region = ChangeRegion.around(start, target)
+    score = _value(region, target, plan, weights)
     dropped: list[str] = []
     while True:
         moved = sorted(
@@ -70,7 +70,7 @@ def _drop_unneeded(
             trial_plan = _plan(start, trial, bandwidth)
             if trial_plan is None:
                 continue
-            value = region.value(trial, trial_plan, weights)
+            value = _value(region, trial, trial_plan, weights)
             if value >= score - STRICTLY_BETTER:
                 target, plan, score = trial, trial_plan, value
                 dropped.append(v)
@@ -88,30 +88,7 @@ def _plan(start: DataCenter, target: Mapping[str, Placement], bandwidth: float) 
     return None if isinstance(plan, Infeasible) else plan
 
 
-@dataclass(frozen=True)
-class _Region:
-    """The servers a set of moves can change (where its VMs are and where they go) with their VMs:
-    Eq. (5) over them differs from Eq. (5) over the whole cluster by the same constant for every
-    subset of those moves, so comparisons read the region only."""
-
-    start: DataCenter
-    pms: tuple[int, ...]
-    vms: Mapping[str, VmSpec]
-    now: Mapping[str, Placement]
-
-    @classmethod
-    def around(cls, start: DataCenter, target: Mapping[str, Placement]) -> _Region:
-        pms = {pl.pm for pl in target.values()}
-        pms |= {start.placement[v].pm for v in target if v in start.placement}
-        ordered = tuple(sorted(pms))
-        now = {v: start.placement[v] for j in ordered for v in start.vms_on(j)}
-        vms = {v: start.vms[v] for v in now}
-        vms |= {v: start.vms[v] if v in start.vms else start.pending[v] for v in target}
-        return cls(start, ordered, vms, now)
-
-    def value(self, target: Mapping[str, Placement], plan: Plan, weights: Weights) -> float:
-        """Eq. (5) of the region with `target` applied, relative to the start, less the plan's parking
-        cost (up to the constant of the servers and VMs outside it)."""
-        placement = {**self.now, **target}
-        objective = evaluate(self.start.pms, self.vms, placement, self.now, weights, self.pms, self.vms)
-        return objective.value - parking_cost(plan, self.start.vms, weights)
+def _value(region: ChangeRegion, target: Mapping[str, Placement], plan: Plan, weights: Weights) -> float:
+    """Eq. (5) of the region with `target` applied, relative to the start, less the plan's parking
+    cost (up to the constant of the servers and VMs outside the region)."""
+    return region.evaluate(target, weights).value - parking_cost(plan, region.dc.vms, weights)

@@ -27,7 +27,7 @@ from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import Placement, PmSpec, Weights
 from origamig.errors import UserError
 from origamig.judge.check import check_placement, moves_refused
-from origamig.judge.objective import Objective, evaluate
+from origamig.judge.objective import Objective, evaluate, evaluate_change
 from origamig.plan.explain import MoveNote, end_state, explain
 from origamig.plan.steps import DEFAULT_BANDWIDTH_GBIT_S, Plan, PowerOff
 from origamig.snapshot.document import Snapshot, placement_json, snapshot_document
@@ -201,13 +201,15 @@ def _outcome(
     placement: dict[str, Placement] = current
     dropped: tuple[str, ...] = ()
     direct = True
+    changes: Mapping[str, Placement] = {}
     if seq.applied:
         call_plans = [c.decision.plan for c in seq.applied if c.decision.plan is not None]
         fp = final_plan(dc, seq.final, call_plans, w, bandwidth)
+        changes = fp.target
         placement, dropped, direct = {**current, **fp.target}, fp.dropped, fp.direct
         plan = fp.plan if fp.target else None  # every move dropped and nothing admitted: no plan
     first = seq.calls[0].decision if seq.calls else None
-    proposed = _proposed(dc, vms, seq, first, w, current)
+    proposed = _proposed(dc, before, seq, first, w)
     off = {s.pm for s in plan.steps if isinstance(s, PowerOff)} if plan else set()
     hosts = {pl.pm for pl in placement.values()}
     end = end_state(dc, placement)
@@ -226,7 +228,7 @@ def _outcome(
         rejected=(),
         waiting=(),
         before=before,
-        after=evaluate(dc.pms, vms, placement, current, w),
+        after=evaluate_change(dc, before, changes, w),
         proposed=proposed,
         parking_cost=_parking(plan, dc, w),
         solution=first.solution if first else None,
@@ -250,19 +252,16 @@ def _outcome(
 
 
 def _proposed(
-    dc: DataCenter,
-    vms: Mapping[str, Any],
-    seq: CallSequence,
-    first: Decision | None,
-    w: Weights,
-    current: Mapping[str, Placement],
+    dc: DataCenter, before: Objective, seq: CallSequence, first: Decision | None, w: Weights
 ) -> Objective | None:
     """Eq. (5) of the calls' end state, or, when no call applied a plan, of the first solution."""
     if seq.applied:
-        return evaluate(dc.pms, vms, seq.final.placement, current, w)
-    if first is None or first.status is Status.SOLVER_ERROR:
+        end = seq.final.placement
+    elif first is None or first.status is Status.SOLVER_ERROR:
         return None
-    return evaluate(dc.pms, vms, {**current, **first.solution.target}, current, w)
+    else:
+        end = first.solution.target
+    return evaluate_change(dc, before, {v: pl for v, pl in end.items() if dc.placement.get(v) != pl}, w)
 
 
 def _parking(plan: Plan | None, dc: DataCenter, w: Weights) -> float:

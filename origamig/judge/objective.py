@@ -106,3 +106,46 @@ def evaluate_dc(
     """`evaluate` on a DataCenter's current placement (running plus its pending VMs)."""
     vms = {**dc.vms, **dc.pending}
     return evaluate(dc.pms, vms, dc.placement, previous, weights, region_pms, region_vms)
+
+
+@dataclass(frozen=True)
+class ChangeRegion:
+    """The servers a set of changes can touch (where its VMs are and where they go) with the VMs on
+    them: Eq. (5) over the region differs from Eq. (5) over the whole cluster by the same constant
+    for every subset of those changes, so a change is judged by reading the region only."""
+
+    dc: DataCenter
+    pms: tuple[int, ...]
+    vms: Mapping[str, VmSpec]
+    now: Mapping[str, Placement]  # the region's running VMs where they are
+
+    @classmethod
+    def around(cls, dc: DataCenter, changed: Mapping[str, Placement]) -> ChangeRegion:
+        pms = {pl.pm for pl in changed.values()}
+        pms |= {dc.placement[v].pm for v in changed if v in dc.placement}
+        ordered = tuple(sorted(pms))
+        now = {v: dc.placement[v] for j in ordered for v in dc.vms_on(j)}
+        vms = {v: dc.vms[v] for v in now}
+        vms |= {v: dc.vms[v] if v in dc.vms else dc.pending[v] for v in changed}
+        return cls(dc, ordered, vms, now)
+
+    def evaluate(self, changed: Mapping[str, Placement], weights: Weights) -> Objective:
+        """Eq. (5) of the region with `changed` (a subset of the region's changes) applied, relative
+        to now."""
+        placement = {**self.now, **changed}
+        return evaluate(self.dc.pms, self.vms, placement, self.now, weights, self.pms, self.vms)
+
+
+def evaluate_change(
+    dc: DataCenter, base: Objective, changed: Mapping[str, Placement], weights: Weights
+) -> Objective:
+    """Eq. (5) of `dc`'s state with `changed` applied, relative to `dc`'s state, from `base` (Eq. (5)
+    of `dc`'s state, relative to itself): `base` plus the change over the servers it touches."""
+    region = ChangeRegion.around(dc, changed)
+    before, after = region.evaluate({}, weights), region.evaluate(changed, weights)
+    return Objective(
+        base.acceptance + after.acceptance - before.acceptance,
+        base.consolidation + after.consolidation - before.consolidation,
+        base.migration + after.migration - before.migration,
+        base.free_starts + after.free_starts - before.free_starts,
+    )
