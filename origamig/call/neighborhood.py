@@ -86,6 +86,8 @@ def _fits_counts(dc: DataCenter, vm: VmSpec, j: int, empty: bool) -> bool:
     ram = pm.ram_mb if empty else dc.free_ram_mb(j)
     if cpu < vm.cpu_m or ram < vm.ram_mb:
         return False
+    if not empty and dc.free_memory_slices(j) < vm.memory_slices:
+        return False  # every GI takes its memory slices from some GPU: the per-GPU test would fail
     free_mem = [g.memory_slices if empty else dc.free_slices(j, k) for k, g in enumerate(pm.gpus)]
     free_comp = [
         g.compute_slices if empty else g.compute_slices - dc.used_compute(j, k) for k, g in enumerate(pm.gpus)
@@ -106,7 +108,7 @@ def _fits_counts(dc: DataCenter, vm: VmSpec, j: int, empty: bool) -> bool:
 
 
 def _free_memory_slices(dc: DataCenter, j: int) -> int:
-    return sum(dc.free_slices(j, k) for k in range(dc.gpu_count(j)))
+    return dc.free_memory_slices(j)
 
 
 class _Builder:

@@ -39,6 +39,7 @@ class _Pm:
     free_cpu_m: int
     free_ram_mb: int
     vms: dict[str, None] = field(default_factory=dict)  # insertion-ordered set of VM ids
+    free_mem: int = 0  # free memory slices over all GPUs
 
 
 PICKLE_PIECE = 256  # PMs or VMs per piece of a pickled DataCenter
@@ -56,7 +57,13 @@ class DataCenter:
         self.pms: tuple[PmSpec, ...] = tuple(pms)
         self.intra_pm_moves = intra_pm_moves
         self._pm: list[_Pm] = [
-            _Pm(spec=p, gpus=[_Gpu(g, geometry(g)) for g in p.gpus], free_cpu_m=p.cpu_m, free_ram_mb=p.ram_mb)
+            _Pm(
+                spec=p,
+                gpus=[_Gpu(g, geometry(g)) for g in p.gpus],
+                free_cpu_m=p.cpu_m,
+                free_ram_mb=p.ram_mb,
+                free_mem=sum(g.memory_slices for g in p.gpus),
+            )
             for p in self.pms
         ]
         self._owned: set[int] | None = None  # PMs whose records this state alone holds (None: all)
@@ -93,6 +100,10 @@ class DataCenter:
 
     def free_ram_mb(self, j: int) -> int:
         return self._pm[j].free_ram_mb
+
+    def free_memory_slices(self, j: int) -> int:
+        """Free memory slices over all GPUs of PM j (an O(1) read)."""
+        return self._pm[j].free_mem
 
     def vms_on(self, j: int) -> list[str]:
         """Running VMs on PM j, in the order they were placed."""
@@ -304,6 +315,7 @@ class DataCenter:
             free_cpu_m=pm.free_cpu_m,
             free_ram_mb=pm.free_ram_mb,
             vms=dict(pm.vms),
+            free_mem=pm.free_mem,
         )
         self._pm[j] = pm
         self._owned.add(j)
@@ -352,7 +364,9 @@ class DataCenter:
             h = gpu.model.gpu_class
             if not gpu.occ:
                 self.active_gpus[h] += 1
+            pm.free_mem -= gpu.geo.free_count[gpu.occ]
             gpu.occ |= prof.mask(slot.start)
+            pm.free_mem += gpu.geo.free_count[gpu.occ]
             gpu.compute += prof.compute_slices
             gpu.owners[slot.start] = (vm.id, n)
             self.placed_slices[h] += prof.memory_slices
@@ -364,7 +378,9 @@ class DataCenter:
         for prof, slot in zip(vm.gis, pl.gis, strict=True):
             gpu = pm.gpus[slot.gpu]
             h = gpu.model.gpu_class
+            pm.free_mem -= gpu.geo.free_count[gpu.occ]
             gpu.occ &= ~prof.mask(slot.start)
+            pm.free_mem += gpu.geo.free_count[gpu.occ]
             gpu.compute -= prof.compute_slices
             del gpu.owners[slot.start]
             self.placed_slices[h] -= prof.memory_slices

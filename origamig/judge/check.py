@@ -225,6 +225,9 @@ def check_counters(dc: Any) -> list[Violation]:
             mask = sum(1 << u for u in occ.get((j, k), ()))
             if dc.occupancy(j, k) != mask:
                 out.append(Violation("counter", f"pm {pm.id} gpu {k}", "occupancy counter is wrong"))
+        free = sum(g.memory_slices - len(occ.get((j, k), ())) for k, g in enumerate(pm.gpus))
+        if dc.free_memory_slices(j) != free:
+            out.append(Violation("counter", f"pm {pm.id}", "free memory slices counter is wrong"))
     if dc.active_pms != len(hosts):
         out.append(Violation("counter", "datacenter", f"active PMs {dc.active_pms} != {len(hosts)}"))
     by_class_gpus: dict[str, int] = {}
