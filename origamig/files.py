@@ -43,24 +43,20 @@ def parse_json_text(text: str, source: str, error: type[UserError] = UserError) 
 
 
 def nesting_depth(doc: Any, stop: int | None = None) -> int:
-    """How deeply lists and objects nest in `doc` (a scalar: 0); counting ends beyond `stop`."""
-    deepest = 0
-    todo: list[tuple[Any, int]] = [(doc, 0)]
-    while todo:
-        node, depth = todo.pop()
-        children: Iterable[Any]
-        if isinstance(node, dict):
-            children = node.values()
-        elif isinstance(node, list):
-            children = node
-        else:
-            continue
+    """How deeply lists and objects nest in `doc` (a scalar: 0); counting ends beyond `stop`.
+    Walks level by level, holding only the containers of the next level."""
+    level = [doc] if isinstance(doc, dict | list) else []
+    depth = 0
+    while level:
         depth += 1
-        deepest = max(deepest, depth)
-        if stop is not None and deepest > stop:
-            return deepest
-        todo.extend((child, depth) for child in children)
-    return deepest
+        if stop is not None and depth > stop:
+            return depth
+        below: list[Any] = []
+        for node in level:
+            items = node.values() if isinstance(node, dict) else node
+            below += [child for child in items if isinstance(child, dict | list)]
+        level = below
+    return depth
 
 
 def show(value: Any) -> str:

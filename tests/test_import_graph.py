@@ -31,8 +31,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("referees", ("origamig.judge",)),
     ("cluster: hardware, records, state", ("origamig.cluster",)),
     (
-        "errors, files, names, memo tables, lazy names, wording",
+        "errors, files, names, memo tables, lazy names, wording, the collector",
         (
+            "origamig.collector",
             "origamig.errors",
             "origamig.files",
             "origamig.solver_registry",

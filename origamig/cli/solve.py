@@ -19,6 +19,7 @@ from origamig.call.goals import DEFAULT_GOAL, Goal
 from origamig.cli.switches import INTRA_PM_HELP, Switch
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import Weights
+from origamig.collector import collector_paused
 from origamig.errors import UserError
 from origamig.files import check_quantities
 from origamig.judge.objective import Objective
@@ -177,7 +178,8 @@ def solve(
         while_waiting(functools.partial(importlib.import_module, module))
     from origamig.call.solve import solve_snapshot  # Pyomo and the planner: after the helpers start
 
-    snap = load_snapshot(snapshot)
+    with collector_paused():  # a million objects and no cycles: see origamig/collector.py
+        snap = load_snapshot(snapshot)
     if intra_pm_moves is not None:
         snap = replace(snap, intra_pm_moves=intra_pm_moves is Switch.TRUE)
     overrides = {"accept": accept, "pm": pm, "gpu": gpu, "free_start": free_start, "migration": migration}
@@ -197,12 +199,13 @@ def solve(
         )
     from origamig.cli.terminal import render_text, write_stdout
 
-    summary = {"before": _state(snap, outcome, False), "after": _state(snap, outcome, True)}
-    files = _files(snap, outcome, out, script)  # everything is rendered before anything is written
-    if as_json:
-        text = json_text({**outcome.to_json(), "summary": summary})
-    else:
-        text = render_text([*_report(snapshot, snap, outcome, summary), *(f"wrote {p}" for p in files)])
+    with collector_paused():
+        summary = {"before": _state(snap, outcome, False), "after": _state(snap, outcome, True)}
+        files = _files(snap, outcome, out, script)  # everything is rendered before anything is written
+        if as_json:
+            text = json_text({**outcome.to_json(), "summary": summary})
+        else:
+            text = render_text([*_report(snapshot, snap, outcome, summary), *(f"wrote {p}" for p in files)])
     for path, (content, mode) in files.items():
         write_text_atomic(path, content, new_mode=mode)
     write_stdout(text)
