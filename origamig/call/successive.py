@@ -117,8 +117,9 @@ class _Run:
             self.tried[v] = len(self.calls) - 1
         if not decision.applied or decision.plan is None:
             return False
-        final = decision.plan.final_placement
-        self.state.apply_placement({v: pl for v, pl in final.items() if self.state.placement.get(v) != pl})
+        final = decision.plan.final_placement  # its order: the one the plan left the VMs in
+        changed = decision.changed  # the VMs whose place the plan changes
+        self.state.apply_placement({v: pl for v, pl in final.items() if v in changed})
         return True
 
     def admission(self, nb: Neighborhood) -> list[str]:
