@@ -19,7 +19,7 @@ from origamig.call.goals import DEFAULT_GOAL, Goal
 from origamig.cli.switches import INTRA_PM_HELP, Switch
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import Weights
-from origamig.collector import collector_paused
+from origamig.collector import collector_frozen, collector_paused
 from origamig.errors import UserError
 from origamig.files import check_quantities
 from origamig.judge.objective import Objective
@@ -184,7 +184,7 @@ def solve(
         snap = replace(snap, intra_pm_moves=intra_pm_moves is Switch.TRUE)
     overrides = {"accept": accept, "pm": pm, "gpu": gpu, "free_start": free_start, "migration": migration}
     weights = _weights(snap.weights, overrides)
-    with _stdout_to_stderr():
+    with _stdout_to_stderr(), collector_frozen():  # the snapshot read stays out of the collector's passes
         outcome = solve_snapshot(
             snap,
             weights,

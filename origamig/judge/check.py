@@ -144,8 +144,13 @@ def moves_refused(
     """Moves from `before` to `after` that the cluster forbids: a VM with `migratable` false that
     changes place, and (without `intra_pm_moves`) a VM that changes GIs but stays on its PM."""
     out: list[Violation] = []
-    for v, old in before.items():
-        new = after.get(v)
+    # Read the smaller side: a plan's target names a few VMs of a large cluster.
+    pairs = (
+        ((v, old, after.get(v)) for v, old in before.items())
+        if len(before) <= len(after)
+        else ((v, before[v], new) for v, new in after.items() if v in before)
+    )
+    for v, old, new in pairs:
         if new is None or (new.pm == old.pm and tuple(new.gis) == tuple(old.gis)):
             continue
         if not getattr(vms.get(v), "migratable", True):

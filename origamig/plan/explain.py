@@ -123,13 +123,15 @@ def end_state(dc: DataCenter, end: Mapping[str, Placement]) -> DataCenter:
 
 def _walk(dc: DataCenter, plan: Plan) -> list[_Move]:
     """Each VM's GIs before and after each of its migrate/start steps."""
-    where = {v: (pl.pm, tuple(pl.gis)) for v, pl in dc.placement.items()}
+    where: dict[str, tuple[int, tuple[GiSlot, ...]]] = {}  # where the plan has put a VM so far
     created: dict[str, dict[int, GiSlot]] = {}
     out: list[_Move] = []
     for i, s in enumerate(plan.steps):
         if isinstance(s, CreateGi):
             created.setdefault(s.vm, {})[s.gi] = GiSlot(s.gpu, s.start)
         elif isinstance(s, Migrate):
+            if s.vm not in where:  # its first step: it moves from where it runs
+                where[s.vm] = (dc.placement[s.vm].pm, tuple(dc.placement[s.vm].gis))
             src, old = where[s.vm]
             fresh = created.pop(s.vm, {})
             new = tuple(fresh.get(n, slot) for n, slot in enumerate(old))
