@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,7 @@ class Ran:
     wall_s: float
     stdout: str
     stderr: str
+    peak_mb: float = 0.0  # the process's peak resident memory
 
     def document(self) -> dict[str, Any]:
         """The JSON document the command printed (`--json`)."""
@@ -37,20 +39,42 @@ class Ran:
 
 
 def run_command(package_root: Path, args: list[str], timeout_s: float | None = None) -> Ran:
-    """`origamig ARGS` of the checkout at `package_root`, timed as a whole process."""
+    """`origamig ARGS` of the checkout at `package_root`, timed as a whole process, with its peak
+    resident memory (its own, from the kernel's accounting of that one child)."""
     env = dict(os.environ, PYTHONPATH=str(package_root))
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed package's bytecode is compiled and cached
-    t0 = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-c", _ENTRY, *args],
-        env=env,
-        cwd=package_root,  # `python -c` puts its working folder first on the path, before PYTHONPATH
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=timeout_s,
-    )
-    return Ran(done.returncode, time.perf_counter() - t0, done.stdout, done.stderr)
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _ENTRY, *args],
+            env=env,
+            cwd=package_root,  # `python -c` puts its working folder first on the path, before PYTHONPATH
+            stdout=out,
+            stderr=err,
+            text=True,
+        )
+        status, usage = _wait(proc, timeout_s)
+        wall = time.perf_counter() - t0
+        out.seek(0)
+        err.seek(0)
+        code = os.waitstatus_to_exitcode(status)
+        return Ran(code, wall, out.read(), err.read(), usage.ru_maxrss / 1024)
+
+
+def _wait(proc: subprocess.Popen, timeout_s: float | None) -> tuple[int, Any]:
+    """Reap `proc` (killed past `timeout_s`: `subprocess.TimeoutExpired`): its status and rusage."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return status, usage
+        if deadline is not None and time.monotonic() > deadline:
+            proc.kill()
+            os.wait4(proc.pid, 0)
+            proc.returncode = -9
+            raise subprocess.TimeoutExpired(proc.args, timeout_s or 0.0)
+        time.sleep(0.02)
 
 
 def revision(root: Path) -> str:
