@@ -38,6 +38,7 @@ REQUIRED_ANCHORS = {
         "executor",
         "ff",
         "mfi",
+        "dra",
         "tc",
         "opt",
         "guarantees",

@@ -118,7 +118,7 @@ def summary_table(doc: dict[str, Any]) -> Table:
 
 
 # Options `simulate` shares with `study`.
-POLICY_HELP = "ff, mfi, tc, origamig (repeat or comma-separate)."
+POLICY_HELP = "ff, mfi, dra, tc, origamig (repeat or comma-separate)."
 LOADS = typer.Option("--load", help="Offered load ρ (repeat or comma-separate; 0.85).")
 SEEDS_HELP = "Seeds: N (seeds 1..N), A..B, or a list such as 1,2,3"
 SCHEDULER = typer.Option("--scheduler", help="Dask scheduler address tcp://HOST:PORT.")

@@ -213,6 +213,7 @@ def _load_builtin(name: str | None = None) -> None:
 BUILTIN_POLICIES: dict[str, str] = {
     "ff": "ff",
     "mfi": "mfi",
+    "dra": "dra",
     "tc": "tc.policy",
     "origamig": "optimizer.policy",
 }
