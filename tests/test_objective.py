@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from origamig.cluster.records import Weights
-from origamig.judge.objective import evaluate, evaluate_dc
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import GiSlot, Placement, VmSpec, Weights
+from origamig.errors import PlacementError
+from origamig.judge.objective import ChangeRegion, evaluate, evaluate_change, evaluate_dc
 from tests.builders import A30, A100, at, datacenter, pm, vm
+from tests.strategies import datacenters
 
 W = Weights()  # paper §6.1: a=100, b=50, e=20, w=1, δ=10
 
@@ -90,3 +97,55 @@ def test_evaluate_dc_matches_evaluate_and_does_not_mutate() -> None:
     # b is pending and unplaced: same as the one-GI state, 42.
     assert evaluate_dc(dc, before, W).value == 42
     assert dc.placement == before and list(dc.pending) == ["b"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(datacenters(max_pms=4, max_vms=8, pending=True), st.data())
+def test_a_change_judged_on_its_region_equals_the_whole_cluster(dc: DataCenter, data: st.DataObject) -> None:
+    """Eq. (5) after a change, from the objective before plus the change over the servers it touches
+    (`evaluate_change`), equals Eq. (5) over the whole cluster; and the region's values of two subsets
+    of the change differ as the whole cluster's do."""
+    w = Weights(migration=data.draw(st.sampled_from([0.0, 10.0])), free_start=1.0)
+    scratch = dc.copy()
+    changed: dict[str, Placement] = {}
+
+    def somewhere(vm: VmSpec) -> Placement | None:
+        """A valid place for `vm` beside the others in `scratch`, on a randomly drawn PM and slots."""
+        for _ in range(6):
+            j = data.draw(st.integers(0, len(dc.pms) - 1))
+            gpus = len(dc.pms[j].gpus)
+            if not gpus and vm.gis:
+                continue
+            slots = tuple(
+                GiSlot(data.draw(st.integers(0, gpus - 1)), data.draw(st.sampled_from(prof.starts)))
+                for prof in vm.gis
+            )
+            try:
+                scratch.place(vm, Placement(j, slots))
+            except PlacementError:
+                continue
+            return Placement(j, slots)
+        return None
+
+    for v in data.draw(st.lists(st.sampled_from(sorted(dc.vms) or ["-"]), max_size=3, unique=True)):
+        if v in scratch.vms:
+            vm = scratch.vms[v]
+            scratch.remove(v)
+            where = somewhere(vm)
+            if where is None:
+                scratch.place(vm, dc.placement[v])
+            else:
+                changed[v] = where
+    for v in sorted(dc.pending):
+        if data.draw(st.booleans()) and (where := somewhere(dc.pending[v])) is not None:
+            changed[v] = where
+    vms = {**dc.vms, **dc.pending}
+    before = evaluate(dc.pms, vms, dc.placement, dc.placement, w)
+    whole = evaluate(dc.pms, vms, {**dc.placement, **changed}, dc.placement, w)
+    assert evaluate_change(dc, before, changed, w).value == pytest.approx(whole.value)
+    part = {v: pl for n, (v, pl) in enumerate(changed.items()) if n % 2 == 0}
+    region = ChangeRegion.around(dc, changed)
+    whole_part = evaluate(dc.pms, vms, {**dc.placement, **part}, dc.placement, w)
+    assert region.evaluate(changed, w).value - region.evaluate(part, w).value == pytest.approx(
+        whole.value - whole_part.value
+    )
