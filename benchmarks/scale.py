@@ -198,7 +198,9 @@ def main() -> None:
     if out.exists() and not args.fresh:
         doc = json.loads(out.read_text())
     doc["command"] = "python -m benchmarks.scale " + " ".join(
-        f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if v not in (None, False) and k != "out"
+        f"--{k.replace('_', '-')}" + ("" if v is True else f" {v}")
+        for k, v in vars(args).items()
+        if v not in (None, False) and k != "out"
     )
     doc["versions"] = {name: revision(root) for name, root in versions.items()}
     started = time.perf_counter()
