@@ -82,7 +82,8 @@ class Server:
     def start(self, port: int | None = None) -> Server:
         """Start the process (on `port`, e.g. the one it had before a restart; else a free one)."""
         self.port = port or free_port()
-        env = {**os.environ, "PYTHONPATH": str(self.code)}
+        env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}  # may hold a huge test id
+        env["PYTHONPATH"] = str(self.code)
         self.log = (self.tmp / f"server-{self.port}.log").open("w")
         self.proc = subprocess.Popen(
             self.command(),
