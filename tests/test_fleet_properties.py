@@ -89,7 +89,7 @@ def simulate(pms: list[PmSpec], requests: list[Request], policy_name: str) -> No
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(pms=servers(), requests=streams(40), policy=st.sampled_from(["ff", "mfi", "tc"]))
+@given(pms=servers(), requests=streams(40), policy=st.sampled_from(["ff", "mfi", "dra", "tc"]))
 def test_every_state_passes_the_checker_for_arrival_policies_and_tc(pms, requests, policy) -> None:
     simulate(pms, requests, policy)
 

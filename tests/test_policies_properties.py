@@ -22,7 +22,14 @@ from origamig.policies.base import Deferred, Placed, Rejection, make_policy
 from origamig.policies.tc.compaction import CompactionState, compact, compact_class
 from origamig.policies.tc.rule import tc_place
 
-POLICIES = [("ff", {}), ("mfi", {}), ("tc", {}), ("tc", {"tc_rule": "literal"})]
+POLICIES = [
+    ("ff", {}),
+    ("mfi", {}),
+    ("dra", {}),
+    ("dra", {"nodes": "first"}),
+    ("tc", {}),
+    ("tc", {"tc_rule": "literal"}),
+]
 
 
 @st.composite

@@ -55,7 +55,7 @@ def covered(intervals: list[tuple[float, float]], lo: float, hi: float) -> float
 
 
 @settings(max_examples=40, deadline=None)
-@given(pms=pm_lists(1, 4), requests=streams(), policy=st.sampled_from(["ff", "mfi"]))
+@given(pms=pm_lists(1, 4), requests=streams(), policy=st.sampled_from(["ff", "mfi", "dra"]))
 def test_metrics_equal_an_interval_recomputation(pms, requests, policy) -> None:
     logged = Logged(make_policy(policy))
     sim = Simulation(pms, requests, logged, WARMUP, MEASURE, debug_check=True)  # checker after each event
