@@ -172,3 +172,24 @@ def test_docs_and_hardware_files_cite_only_public_sources() -> None:
         if SCRATCH_CITATION.search(line)
     ]
     assert not found, "\n".join(found)
+
+
+# A path in backticks (`call/solve.py`, `benchmarks/results/scale.json`) names a file of this
+# repository, from its root, from the package or from the benchmarks' results; the upstream trace's
+# own layout is the one exception.
+CODE_PATH = re.compile(r"`([A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)+\.(?:py|toml|json|md|sh|csv|png))`")
+PATH_ROOTS = (ROOT, ROOT / "origamig", ROOT / "benchmarks" / "results")
+UPSTREAM_PATHS = ("cluster-trace-gpu-v2023/",)
+
+
+def test_every_file_path_the_docs_name_exists() -> None:
+    pages = [ROOT / "README.md", ROOT / "REPRODUCTION.md", ROOT / "benchmarks" / "README.md"]
+    pages += sorted(DOCS.glob("*.md"))
+    missing = [
+        f"{page.relative_to(ROOT)}:{n}: {path}"
+        for page in pages
+        for n, line in enumerate(page.read_text().splitlines(), 1)
+        for path in CODE_PATH.findall(line)
+        if not path.startswith(UPSTREAM_PATHS) and not any((base / path).exists() for base in PATH_ROOTS)
+    ]
+    assert not missing, "\n".join(missing)
