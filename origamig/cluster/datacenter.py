@@ -14,13 +14,16 @@ from __future__ import annotations
 import io
 import math
 import pickle
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from origamig.cluster.catalog import GpuModel
 from origamig.cluster.mig import Geometry, geometry
 from origamig.cluster.records import NO_GPU_CLASS, Placement, PmSpec, VmSpec
 from origamig.errors import PlacementError
+
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -40,6 +43,13 @@ class _Pm:
     free_ram_mb: int
     vms: dict[str, None] = field(default_factory=dict)  # insertion-ordered set of VM ids
     free_mem: int = 0  # free memory slices over all GPUs
+    memo: dict[Hashable, Any] = field(default_factory=dict)  # answers about this record's state
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "memo": {}}  # answers are remade where the state goes
+
+
+MEMO_PER_PM = 64  # answers kept per PM state (`DataCenter.remembered`); more clear the memo
 
 
 PICKLE_PIECE = 256  # PMs or VMs per piece of a pickled DataCenter
@@ -100,6 +110,19 @@ class DataCenter:
 
     def free_ram_mb(self, j: int) -> int:
         return self._pm[j].free_ram_mb
+
+    def remembered(self, j: int, key: Hashable, compute: Callable[[], _T]) -> _T:
+        """`compute()`, a pure function of PM j's present state and `key`, remembered with that state:
+        asked again before the PM changes, the answer is not computed again (copies that share the
+        PM's record share its answers; a change to the PM forgets them)."""
+        memo = self._pm[j].memo
+        if key in memo:
+            return memo[key]
+        value = compute()
+        if len(memo) >= MEMO_PER_PM:
+            memo.clear()
+        memo[key] = value
+        return value
 
     def free_memory_slices(self, j: int) -> int:
         """Free memory slices over all GPUs of PM j (an O(1) read)."""
@@ -253,6 +276,7 @@ class DataCenter:
         sees the same order. Counters are not touched."""
         for v in (*moving, *starting):
             pm = self._writable(self.placement[v].pm)
+            pm.memo = {}
             del pm.vms[v]
             pm.vms[v] = None
         for v in starting:
@@ -349,6 +373,7 @@ class DataCenter:
 
     def _claim(self, vm: VmSpec, pl: Placement) -> None:
         pm = self._writable(pl.pm)
+        pm.memo = {}
         if not pm.vms:
             self.active_pms += 1
             if not pm.gpus:
@@ -375,6 +400,7 @@ class DataCenter:
 
     def _release(self, vm: VmSpec, pl: Placement) -> None:
         pm = self._writable(pl.pm)
+        pm.memo = {}
         for prof, slot in zip(vm.gis, pl.gis, strict=True):
             gpu = pm.gpus[slot.gpu]
             h = gpu.model.gpu_class

@@ -17,7 +17,9 @@ or None (feasibility and score together, per PM) and keeps the candidate of smal
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import functools
+import itertools
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any
 
 from origamig.cluster.catalog import GpuModel, Profile
@@ -121,6 +123,22 @@ def first_fit(dc: DataCenter, vm: VmSpec, locked: frozenset[int] = frozenset()) 
     return no_fit(dc, vm, locked)
 
 
+# GI profile tuples → a token that stands for them in per-PM memo keys (an int hashes in nanoseconds,
+# a tuple of profiles in microseconds). Tokens are never reused: a shape forgotten and seen again
+# gets a new one, so a remembered answer can go unused but never answers another shape.
+_SHAPE_TOKENS: dict[tuple[Profile, ...], int] = {}
+_NEXT_TOKEN = itertools.count()
+SHAPE_TOKENS_KEPT = 4096
+
+
+def shape_token(gis: tuple[Profile, ...]) -> int:
+    """The token of a tuple of GI profiles (equal tuples, equal tokens, while it is kept)."""
+    token = _SHAPE_TOKENS.get(gis)
+    if token is None:
+        token = remember(_SHAPE_TOKENS, gis, next(_NEXT_TOKEN), SHAPE_TOKENS_KEPT)
+    return token
+
+
 def choose_pm(dc: DataCenter, vm: VmSpec, locked: frozenset[int], fit: PmFit) -> Placement | Rejection:
     """The candidate PM with the smallest `(key, pm)` among those where `fit` places the VM (each
     class it may run on tried; on equal keys the first class in its order wins).
@@ -130,9 +148,15 @@ def choose_pm(dc: DataCenter, vm: VmSpec, locked: frozenset[int], fit: PmFit) ->
     if not vm.gis:
         return first_fit(dc, vm, locked)
     best: tuple[Any, int, Placement] | None = None
+    asks: dict[int, tuple[Hashable, tuple[int, ...]]] = {}  # per variant: its memo key and GI order
     for j in candidate_pms(dc, vm, locked):
         for variant in variants_on(dc, j, vm):
-            hit = fit(dc, j, variant, gi_order(variant))
+            if id(variant) not in asks:
+                order = gi_order(variant)
+                asks[id(variant)] = ((fit, shape_token(variant.gis), order), order)
+            key, order = asks[id(variant)]
+            # `fit` reads PM j's GPUs only: its answer holds until the PM changes (`remembered`).
+            hit = dc.remembered(j, key, functools.partial(fit, dc, j, variant, order))
             if hit is not None and (best is None or hit[0] < best[0]):  # ascending j: ties keep the lowest
                 best = (hit[0], j, hit[1])
     return best[2] if best is not None else no_fit(dc, vm, locked)
