@@ -45,7 +45,7 @@ class SnapshotView:
             vm = entry["id"]
             pl = placement.get(vm)
             hit = old.get(vm)
-            if hit is None or hit[0] is not entry or hit[1] != pl:
+            if hit is None or hit[0] is not entry or (hit[1] is not pl and hit[1] != pl):
                 hit = (entry, pl, _encode(self._vm_json(entry, pl)))
             new[vm] = hit
         self.vm_pieces = new  # VMs that left are forgotten
