@@ -48,6 +48,17 @@ class _Pm:
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "memo": {}}  # answers are remade where the state goes
 
+    def clone(self) -> _Pm:
+        """A record of the same state that shares nothing mutable with this one (and no answers)."""
+        return _Pm(
+            spec=self.spec,
+            gpus=[_Gpu(g.model, g.geo, g.occ, g.compute, dict(g.owners)) for g in self.gpus],
+            free_cpu_m=self.free_cpu_m,
+            free_ram_mb=self.free_ram_mb,
+            vms=dict(self.vms),
+            free_mem=self.free_mem,
+        )
+
 
 MEMO_PER_PM = 64  # answers kept per PM state (`DataCenter.remembered`); more clear the memo
 
@@ -276,7 +287,6 @@ class DataCenter:
         sees the same order. Counters are not touched."""
         for v in (*moving, *starting):
             pm = self._writable(self.placement[v].pm)
-            pm.memo = {}
             del pm.vms[v]
             pm.vms[v] = None
         for v in starting:
@@ -329,19 +339,13 @@ class DataCenter:
 
     # --- internals ---------------------------------------------------------------------------
     def _writable(self, j: int) -> _Pm:
-        """PM j's record, first copied when another state may share it (see `copy`)."""
+        """PM j's record, to be changed: first copied when another state may share it (see `copy`),
+        and without the answers remembered for its state as it was (`remembered`)."""
         pm = self._pm[j]
         if self._owned is None or j in self._owned:
+            pm.memo = {}
             return pm
-        pm = _Pm(
-            spec=pm.spec,
-            gpus=[_Gpu(g.model, g.geo, g.occ, g.compute, dict(g.owners)) for g in pm.gpus],
-            free_cpu_m=pm.free_cpu_m,
-            free_ram_mb=pm.free_ram_mb,
-            vms=dict(pm.vms),
-            free_mem=pm.free_mem,
-        )
-        self._pm[j] = pm
+        pm = self._pm[j] = pm.clone()
         self._owned.add(j)
         return pm
 
@@ -373,7 +377,6 @@ class DataCenter:
 
     def _claim(self, vm: VmSpec, pl: Placement) -> None:
         pm = self._writable(pl.pm)
-        pm.memo = {}
         if not pm.vms:
             self.active_pms += 1
             if not pm.gpus:
@@ -400,7 +403,6 @@ class DataCenter:
 
     def _release(self, vm: VmSpec, pl: Placement) -> None:
         pm = self._writable(pl.pm)
-        pm.memo = {}
         for prof, slot in zip(vm.gis, pl.gis, strict=True):
             gpu = pm.gpus[slot.gpu]
             h = gpu.model.gpu_class
