@@ -28,7 +28,7 @@ from origamig.cluster.records import Placement, PmSpec, Weights
 from origamig.errors import UserError
 from origamig.judge.check import check_placement, moves_refused
 from origamig.judge.objective import Objective, evaluate, evaluate_change
-from origamig.plan.explain import MoveNote, end_state, explain
+from origamig.plan.explain import MoveNote, explain
 from origamig.plan.steps import DEFAULT_BANDWIDTH_GBIT_S, Plan, PowerOff
 from origamig.snapshot.document import Snapshot, placement_json, snapshot_document
 from origamig.wording import count
@@ -74,6 +74,8 @@ class Outcome:
     infeasible_reason: str | None
     placement: Mapping[str, Placement]  # the output state (every running VM)
     pms_out: tuple[PmSpec, ...]  # PMs with `powered_off` as after the plan
+    start_state: DataCenter = field(repr=False, compare=False)  # the snapshot's
+    end_state: DataCenter = field(repr=False, compare=False)  # after the plan
     reasons: Mapping[str, str] = field(default_factory=dict)  # why each rejected or waiting VM is so
     note: str = ""  # the status in one sentence (what happened, and what it means for the state)
     moves: tuple[MoveNote, ...] = ()  # each migrate/start of the plan: from where to where, and why
@@ -81,8 +83,6 @@ class Outcome:
     goal: Goal = DEFAULT_GOAL
     dropped: tuple[str, ...] = ()  # VMs whose moves the calls made and nobody needed (put back)
     direct: bool = True  # the plan was made in one go (else: the calls' plans one after another)
-    start_state: DataCenter | None = field(default=None, repr=False, compare=False)  # the snapshot's
-    end_state: DataCenter | None = field(default=None, repr=False, compare=False)  # after the plan
 
     @property
     def gain(self) -> float:
@@ -212,7 +212,7 @@ def _outcome(
     proposed = _proposed(dc, before, seq, first, w)
     off = {s.pm for s in plan.steps if isinstance(s, PowerOff)} if plan else set()
     hosts = {pl.pm for pl in placement.values()}
-    end = end_state(dc, placement)
+    end = dc.with_placement(placement)
     status = Status.UNCHANGED if seq.applied and plan is None else first_status(seq.calls)
     scope = SolveScope(
         mode,
@@ -239,7 +239,7 @@ def _outcome(
             replace(pm, powered_off=(pm.id in off or pm.powered_off) and j not in hosts)
             for j, pm in enumerate(snap.pms)
         ),
-        moves=explain(dc, plan, placement, end) if plan else (),
+        moves=explain(dc, plan, end) if plan else (),
         calls=seq.calls,
         goal=goal.goal,
         dropped=dropped,
@@ -247,7 +247,7 @@ def _outcome(
         start_state=dc,
         end_state=end,
     )
-    outcome = _with_verdicts(snap, dc, outcome, seq, goal, calls)
+    outcome = _with_verdicts(snap, outcome, seq, goal, calls)
     return replace(outcome, note=_note(outcome, seq))
 
 
@@ -279,11 +279,11 @@ def _scope_note(mode: str, seq: CallSequence) -> str:
 
 
 def _with_verdicts(
-    snap: Snapshot, dc: DataCenter, out: Outcome, seq: CallSequence, goal: CallWeights, calls: int | None
+    snap: Snapshot, out: Outcome, seq: CallSequence, goal: CallWeights, calls: int | None
 ) -> Outcome:
     """`out` with each pending VM that is not admitted sorted into rejected (certain) or waiting,
     with its reason (`reasons`), judged on the output state."""
-    end = out.end_state or end_state(dc, out.placement)
+    end = out.end_state
     rejected: list[str] = []
     waiting: list[str] = []
     why: dict[str, str] = {}

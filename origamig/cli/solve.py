@@ -17,7 +17,6 @@ import typer
 
 from origamig.call.goals import DEFAULT_GOAL, Goal
 from origamig.cli.switches import INTRA_PM_HELP, Switch
-from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import Weights
 from origamig.collector import collector_frozen, collector_paused
 from origamig.errors import UserError
@@ -67,12 +66,9 @@ def _weights(base: Weights, overrides: dict[str, float | None]) -> Weights:
 def _state(snap: Snapshot, out: Outcome, after: bool) -> dict[str, Any]:
     from origamig.cli.check import summarize
 
-    dc = out.end_state if after else out.start_state
-    if dc is None:
-        dc = DataCenter(out.pms_out if after else snap.pms)
-        for v, pl in (out.placement if after else snap.placement).items():
-            dc.place(snap.vms[v], pl)
-    return summarize(dc, out.pms_out if after else snap.pms)
+    if after:
+        return summarize(out.end_state, out.pms_out)
+    return summarize(out.start_state, snap.pms)
 
 
 def solve(
@@ -273,7 +269,7 @@ def _script(snap: Snapshot, out: Outcome) -> str:
     from origamig.plan.render import render_shell
 
     steps = out.plan.steps if out.plan is not None else ()
-    text = render_shell(steps, out.start_state or snap.datacenter(), out.moves)
+    text = render_shell(steps, out.start_state, out.moves)
     head, _, rest = text.partition("\n")
     status = "".join(c if c.isprintable() else "?" for c in f"# origamig solve: {out.status}: {out.note}")
     return f"{head}\n{status}\n{rest}"

@@ -308,6 +308,15 @@ class DataCenter:
         new.placed_slices = dict(self.placed_slices)
         return new
 
+    def with_placement(self, placement: Mapping[str, Placement]) -> DataCenter:
+        """A copy with every running VM at its place in `placement` (a VM not in it gone, pending VMs
+        in it started); it shares what did not change, so its cost follows the changes."""
+        out = self.copy()
+        for v in [v for v in self.placement if v not in placement]:
+            out.remove(v)
+        out.apply_placement({v: pl for v, pl in placement.items() if self.placement.get(v) != pl})
+        return out
+
     # --- pickling ----------------------------------------------------------------------------
     def __getstate__(self) -> tuple[bytes, tuple[tuple[str, bool, int], ...]]:
         """The state pickled in pieces of at most `PICKLE_PIECE` PMs or VMs, by one pickler (objects

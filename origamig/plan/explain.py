@@ -77,20 +77,12 @@ class _Move:
     new: tuple[GiSlot, ...]
 
 
-def explain(
-    dc: DataCenter, plan: Plan, final: Mapping[str, Placement] | None = None, after: DataCenter | None = None
-) -> tuple[MoveNote, ...]:
-    """A note per migrate/start step of `plan`, which runs from `dc`'s state (not changed); `after`:
-    the state the plan ends in, when the caller has it (`end_state`)."""
+def explain(dc: DataCenter, plan: Plan, after: DataCenter) -> tuple[MoveNote, ...]:
+    """A note per migrate/start step of `plan`, which runs from `dc`'s state (not changed) to
+    `after` (`DataCenter.with_placement` of its final placement)."""
     specs: dict[str, VmSpec] = {**dc.pending, **dc.vms}
     moves = _walk(dc, plan)
-    end = dict(final) if final is not None else dict(plan.final_placement)
-    if not end:
-        end = dict(dc.placement)
-        for m in moves:
-            end[m.vm] = Placement(m.dst, m.new)
     switched_off = {dc.index[s.pm] for s in plan.steps if isinstance(s, PowerOff)}
-    after = after if after is not None else end_state(dc, end)
     names = [pm.id for pm in dc.pms]
     notes = []
     for n, m in enumerate(moves):
@@ -109,16 +101,6 @@ def explain(
             )
         )
     return tuple(notes)
-
-
-def end_state(dc: DataCenter, end: Mapping[str, Placement]) -> DataCenter:
-    """`dc` with every running VM at its place in `end` (a VM not in `end` gone, pending VMs of
-    `end` started): a copy that shares what did not change, so its cost follows the changes."""
-    after = dc.copy()
-    for v in [v for v in dc.placement if v not in end]:
-        after.remove(v)
-    after.apply_placement({v: pl for v, pl in end.items() if dc.placement.get(v) != pl})
-    return after
 
 
 def _walk(dc: DataCenter, plan: Plan) -> list[_Move]:
