@@ -27,7 +27,7 @@ from origamig.bilp import Limits, NoGood, RegionSolution, solve_region
 from origamig.bilp.backends.base import ERROR, INFEASIBLE
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import GiSlot, Placement, VmSpec, Weights
-from origamig.judge.objective import Objective, evaluate
+from origamig.judge.objective import ChangeRegion, Objective
 from origamig.plan.executor import plan_migrations
 from origamig.plan.steps import DEFAULT_BANDWIDTH_GBIT_S, Infeasible, Plan
 
@@ -91,14 +91,8 @@ def referee(
 ) -> tuple[Objective, Objective]:
     """Eq. (5) over the neighborhood (PMs `pms`, their VMs and `pending`) now and after `changed`.
     Reads the neighborhood's VMs and `changed` only: its cost does not grow with the cluster."""
-    running = [v for j in pms for v in dc.vms_on(j)]
-    region_vms = running + list(pending)
-    now = {v: dc.placement[v] for v in running}
-    vms = {v: dc.vms[v] for v in running}
-    vms |= {v: dc.vms[v] if v in dc.vms else dc.pending[v] for v in (*pending, *changed)}
-    before = evaluate(dc.pms, vms, now, now, weights, pms, region_vms)
-    after = evaluate(dc.pms, vms, {**now, **changed}, now, weights, pms, region_vms)
-    return before, after
+    region = ChangeRegion.of(dc, pms, (*pending, *changed))
+    return region.evaluate({}, weights), region.evaluate(changed, weights)
 
 
 def decide(

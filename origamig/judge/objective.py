@@ -121,13 +121,18 @@ class ChangeRegion:
 
     @classmethod
     def around(cls, dc: DataCenter, changed: Mapping[str, Placement]) -> ChangeRegion:
+        """The region of `changed`: the servers its VMs are on and go to."""
         pms = {pl.pm for pl in changed.values()}
         pms |= {dc.placement[v].pm for v in changed if v in dc.placement}
-        ordered = tuple(sorted(pms))
-        now = {v: dc.placement[v] for j in ordered for v in dc.vms_on(j)}
+        return cls.of(dc, tuple(sorted(pms)), changed)
+
+    @classmethod
+    def of(cls, dc: DataCenter, pms: Sequence[int], also: Iterable[str] = ()) -> ChangeRegion:
+        """The servers `pms` with the VMs on them, and the VMs `also` (pending or running)."""
+        now = {v: dc.placement[v] for j in pms for v in dc.vms_on(j)}
         vms = {v: dc.vms[v] for v in now}
-        vms |= {v: dc.vms[v] if v in dc.vms else dc.pending[v] for v in changed}
-        return cls(dc, ordered, vms, now)
+        vms |= {v: dc.vms[v] if v in dc.vms else dc.pending[v] for v in also}
+        return cls(dc, tuple(pms), vms, now)
 
     def evaluate(self, changed: Mapping[str, Placement], weights: Weights) -> Objective:
         """Eq. (5) of the region with `changed` (a subset of the region's changes) applied, relative
