@@ -42,6 +42,7 @@ import statistics
 import sys
 import tempfile
 import time
+from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +122,7 @@ def http(url: str, token: str | None = TOKEN) -> httpx.Client:
     return httpx.Client(base_url=url, headers=headers, timeout=30.0)
 
 
-class Timed:
+class Timed(ABC):
     """Work run in a process of its own (so that no client's interpreter lock delays another's
     timings): its requests timed per route, what went wrong; `result()` goes back to the parent."""
 
@@ -129,8 +130,9 @@ class Timed:
         self.latency: dict[str, list[float]] = {}
         self.errors: list[str] = []
 
+    @abstractmethod
     def run(self) -> None:
-        raise NotImplementedError
+        """The worker's requests, until its share is sent or the cell's time is up."""
 
     def result(self) -> dict[str, Any]:
         return {"latency": self.latency, "errors": self.errors}

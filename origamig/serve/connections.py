@@ -23,14 +23,14 @@ MAX_CONNECTIONS = 4096
 def raise_open_file_limit() -> int:
     """Raise this process's open-file limit to its hard limit; the limit now in force."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard == resource.RLIM_INFINITY or hard > soft:
-        target = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-            soft = target
-        except (ValueError, OSError):
-            pass
-    return soft
+    if hard != resource.RLIM_INFINITY and hard <= soft:
+        return soft
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (ValueError, OSError):
+        return soft  # the kernel refused: the limit in force stays
+    return target
 
 
 def connection_cap(open_files: int) -> int:

@@ -161,13 +161,13 @@ class Live:
         self.touched(placement.pm)
 
     def deferred(self, vm: VmSpec, now: float) -> None:
-        pass  # the request's row is written by `arrive`
+        """Nothing more to do: the request's row is written by `arrive`."""
 
     def departed(self, vm_id: str, placement: Placement, now: float) -> None:
         self.touched(placement.pm)
 
     def call_started(self, work: Work, now: float) -> None:
-        pass  # an applied call's plan was stored by `adopt`
+        """Nothing more to do: an applied call's plan was stored by `adopt`."""
 
     def call_ended(self, work: Work, end: CallEnd, now: float) -> None:
         self._store_rejections(end.rejected, work.kind, work.reasons)
