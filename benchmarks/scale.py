@@ -35,18 +35,17 @@ from rich.table import Table
 
 from benchmarks.checkouts import revision, run_command
 from benchmarks.publish import results_file, write_json
-from benchmarks.solve_admission import first_fit_slots
+from benchmarks.solve_admission import draw_vm, first_fit_slots
 from origamig.cli.terminal import operator_console
 from origamig.cluster.catalog import default_catalog
 from origamig.cluster.datacenter import DataCenter
-from origamig.cluster.records import GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
+from origamig.cluster.records import GiSlot, Placement, PmSpec, cores_to_m, gb_to_mb
 from origamig.judge.replay import replay_plan
 from origamig.snapshot.document import parse_snapshot
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "scale.json"
 MODEL, GPUS, CORES, RAM_GB = "H100-80GB", 8, 192, 2048
-CORES_PER_COMPUTE, GB_PER_COMPUTE = 3, 32
 SEED_BASE = 12001  # held out: no other benchmark or test draws clusters from these seeds
 
 
@@ -63,23 +62,14 @@ def cluster(servers: int, pending: int) -> dict[str, Any]:
     vms: list[dict[str, Any]] = []
     for j in rng.sample(range(servers), servers // 2):
         for _ in range(rng.randint(2, 3 * GPUS)):
-            vm, doc = _draw(rng, f"vm-{len(vms):07d}")
+            vm, doc = draw_vm(rng, MODEL, f"vm-{len(vms):07d}")
             slots = first_fit_slots(dc, j, vm)
             if slots is not None:
                 dc.place(vm, Placement(j, slots))
                 doc["placement"] = {"pm": pms[j].id, "gis": [{"gpu": s.gpu, "start": s.start} for s in slots]}
                 vms.append(doc)
-    vms += [_draw(rng, f"new-{n}")[1] for n in range(pending)]
+    vms += [draw_vm(rng, MODEL, f"new-{n}")[1] for n in range(pending)]
     return {"version": 1, "description": f"scale cluster, {servers} servers", "pms": pms_doc, "vms": vms}
-
-
-def _draw(rng: random.Random, vm_id: str) -> tuple[VmSpec, dict[str, Any]]:
-    model = default_catalog().gpu(MODEL)
-    profiles = [rng.choice(model.profiles) for _ in range(2 if rng.random() < 0.25 else 1)]
-    compute = sum(p.compute_slices for p in profiles)
-    cpu, ram = CORES_PER_COMPUTE * compute, GB_PER_COMPUTE * compute
-    vm = VmSpec(vm_id, cores_to_m(cpu), gb_to_mb(ram), tuple(profiles))
-    return vm, {"id": vm_id, "cpu": cpu, "ram_gb": ram, "gis": [p.name for p in profiles], "gpu_model": MODEL}
 
 
 def judge_run(doc_in: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:

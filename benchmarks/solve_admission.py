@@ -63,7 +63,7 @@ def held_out_cluster(servers: int, seed: int, pending: int = PENDING) -> dict[st
     in_use = rng.sample(range(servers), servers // 2)
     for j in in_use:
         for _ in range(rng.randint(2, 3 * len(pms[j].gpus))):
-            vm, doc = _draw_vm(rng, pms[j].gpus[0].name, f"vm-{len(vms_doc):05d}")
+            vm, doc = draw_vm(rng, pms[j].gpus[0].name, f"vm-{len(vms_doc):05d}")
             slots = first_fit_slots(dc, j, vm)
             if slots is not None:
                 dc.place(vm, Placement(j, slots))
@@ -71,7 +71,7 @@ def held_out_cluster(servers: int, seed: int, pending: int = PENDING) -> dict[st
                 vms_doc.append(doc)
     for n in range(pending):
         model = KINDS[rng.randrange(len(KINDS))][0]
-        vms_doc.append(_draw_vm(rng, model, f"new-{n}")[1])
+        vms_doc.append(draw_vm(rng, model, f"new-{n}")[1])
     return {
         "version": 1,
         "description": f"held-out cluster, {servers} servers, seed {seed}",
@@ -80,7 +80,7 @@ def held_out_cluster(servers: int, seed: int, pending: int = PENDING) -> dict[st
     }
 
 
-def _draw_vm(rng: random.Random, model_name: str, vm_id: str) -> tuple[VmSpec, dict[str, Any]]:
+def draw_vm(rng: random.Random, model_name: str, vm_id: str) -> tuple[VmSpec, dict[str, Any]]:
     model = default_catalog().gpu(model_name)
     profiles = [rng.choice(model.profiles) for _ in range(2 if rng.random() < 0.25 else 1)]
     compute = sum(p.compute_slices for p in profiles)
