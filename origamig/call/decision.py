@@ -171,7 +171,7 @@ def _judge(
         why = result.reason or f"the solver ended with termination {result.termination!r}"
         return Decision(Status.SOLVER_ERROR, sol, {}, reason=why)
     not_better = Status.UNCHANGED if result.proved_optimal else Status.STOPPED_AT_LIMIT
-    changed = {v: pl for v, pl in sol.target.items() if dc.placement.get(v) != pl}
+    changed = dc.changes_to(sol.target)
     if not changed:
         return Decision(not_better, sol, changed, reason="the solution keeps every VM where it is")
     plan = plan_migrations(dc, changed, bandwidth_gbit_s=bandwidth_gbit_s)

@@ -47,7 +47,7 @@ def final_plan(
 ) -> FinalPlan:
     """The plan from `start` to `end` (the state the calls ended in; `call_plans` are theirs, in order),
     its moves that nobody needs dropped."""
-    target = {v: pl for v, pl in end.placement.items() if start.placement.get(v) != pl}
+    target = start.changes_to(end.placement)
     plan = plan_migrations(start, target, bandwidth_gbit_s=bandwidth_gbit_s)
     if isinstance(plan, Infeasible):  # no order in one go: the calls' own plans, one after another
         return FinalPlan(target, chain_plans(start, call_plans, end), direct=False)

@@ -261,7 +261,7 @@ def _proposed(
         return None
     else:
         end = first.solution.target
-    return evaluate_change(dc, before, {v: pl for v, pl in end.items() if dc.placement.get(v) != pl}, w)
+    return evaluate_change(dc, before, dc.changes_to(end), w)
 
 
 def _parking(plan: Plan | None, dc: DataCenter, w: Weights) -> float:

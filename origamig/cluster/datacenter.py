@@ -308,13 +308,17 @@ class DataCenter:
         new.placed_slices = dict(self.placed_slices)
         return new
 
+    def changes_to(self, placement: Mapping[str, Placement]) -> dict[str, Placement]:
+        """The entries of `placement` that differ from this state: the VMs it moves or starts."""
+        return {v: pl for v, pl in placement.items() if self.placement.get(v) != pl}
+
     def with_placement(self, placement: Mapping[str, Placement]) -> DataCenter:
         """A copy with every running VM at its place in `placement` (a VM not in it gone, pending VMs
         in it started); it shares what did not change, so its cost follows the changes."""
         out = self.copy()
         for v in [v for v in self.placement if v not in placement]:
             out.remove(v)
-        out.apply_placement({v: pl for v, pl in placement.items() if self.placement.get(v) != pl})
+        out.apply_placement(self.changes_to(placement))
         return out
 
     # --- pickling ----------------------------------------------------------------------------

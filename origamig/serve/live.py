@@ -426,7 +426,7 @@ class Live:
                 return self._end(plan, FAILED, f"step {n} failed")
             dc = self.dc
             target = placement_after(dc, plan, n + 1)
-            changed = {v: pl for v, pl in target.items() if dc.placement.get(v) != pl}
+            changed = dc.changes_to(target)
             plan = replace(plan, done=n + 1, step_since_s=self.now())
             if plan.done == len(plan.steps):
                 plan = finished(plan, DONE)
