@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import ablation, loads, migration_penalty, paper_values, variants
+from benchmarks import ablation, loads, migration_penalty, paper_values, rivals, variants
+from origamig.errors import UserError
 from origamig.study import sweep
 from origamig.study.sweep import engine
 
@@ -336,3 +337,32 @@ def test_fleets_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert calls["budget"]["calls"] == len(calls["calls"]) > 0
     assert 0 < len(calls["replayed"]) <= min(fleets.REPLAY_MAX, len(calls["calls"]))
     assert all(c["gpus"] <= 4 * 8 for c in calls["calls"])  # M_max = 4 servers of 8 GPUs
+
+
+def test_rivals_smoke_pairs_with_the_stored_loads_sweep(tmp_path: Path) -> None:
+    stored = sweep.run(
+        "loads", SMOKE, loads.cells(SMOKE, (0.75,), ("ff", "tc", "origamig")), 1, None, False, tmp_path
+    )
+    sweep.write_json(stored, {}, tmp_path)
+    mine = sweep.run(
+        "rivals",
+        SMOKE,
+        rivals.policy_load_cells(SMOKE, (0.75,), ("ff", "dra", "fgd")),
+        1,
+        None,
+        False,
+        tmp_path,
+    )
+    base = rivals.paper_runs(SMOKE, tmp_path)
+    assert rivals.check_pairing(mine, base) == len(SMOKE.seeds)  # FF here equals FF stored, seed by seed
+    paired = sweep.Sweep("rivals", SMOKE, mine.cells, [*mine.runs, *(r for r in base if r["policy"] != "ff")])
+    findings = rivals.analyse(paired, (0.75,))
+    assert set(findings["0.75"]) == {"dra", "fgd"}
+    wins, runs = findings["0.75"]["fgd"]["origamig_fewer_pms"]
+    assert runs == len(SMOKE.seeds) and 0 <= wins <= runs
+    rivals.print_tables(paired, (0.75,), findings)
+    assert rivals.draw(paired, (0.75,), tmp_path).read_bytes()[:8] == PNG_MAGIC
+    # Runs of other requests are refused: the FF control no longer matches.
+    other = [dict(r, metrics={**r["metrics"], "active_pms": r["metrics"]["active_pms"] + 1}) for r in base]
+    with pytest.raises(UserError, match="not paired"):
+        rivals.check_pairing(mine, other)

@@ -27,6 +27,8 @@ POLICIES = [
     ("mfi", {}),
     ("dra", {}),
     ("dra", {"nodes": "first"}),
+    ("fgd", {}),
+    ("fgd", {"ratio": 1.0}),
     ("tc", {}),
     ("tc", {"tc_rule": "literal"}),
 ]

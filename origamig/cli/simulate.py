@@ -14,7 +14,7 @@ from rich.table import Table
 from origamig.cli.terminal import operator_console
 from origamig.errors import UserError
 from origamig.files import MAX_DEPTH, nesting_depth
-from origamig.policies.base import option_names, policy_factory
+from origamig.policies.base import option_names, policy_factory, policy_names
 from origamig.sim.scenario import VARIANTS, SimConfig, validate
 from origamig.snapshot.document import write_json_atomic
 from origamig.solver_registry import DEFAULT_BACKEND, backend_names
@@ -118,7 +118,7 @@ def summary_table(doc: dict[str, Any]) -> Table:
 
 
 # Options `simulate` shares with `study`.
-POLICY_HELP = "ff, mfi, dra, tc, origamig (repeat or comma-separate)."
+POLICY_HELP = f"{', '.join(policy_names())} (repeat or comma-separate)."
 LOADS = typer.Option("--load", help="Offered load ρ (repeat or comma-separate; 0.85).")
 SEEDS_HELP = "Seeds: N (seeds 1..N), A..B, or a list such as 1,2,3"
 SCHEDULER = typer.Option("--scheduler", help="Dask scheduler address tcp://HOST:PORT.")

@@ -214,6 +214,7 @@ BUILTIN_POLICIES: dict[str, str] = {
     "ff": "ff",
     "mfi": "mfi",
     "dra": "dra",
+    "fgd": "fgd",
     "tc": "tc.policy",
     "origamig": "optimizer.policy",
 }
