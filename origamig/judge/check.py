@@ -186,20 +186,32 @@ def gi_problem(pm: _PmLike, prof: Any, slot: Any) -> tuple[str, str] | None:
 
 
 class SliceOwners:
-    """Who holds each memory slice (pm, gpu, slice): the overlap rule. The first holder keeps it."""
+    """Who holds each memory slice (pm, gpu, slice): the overlap rule. The first holder keeps it.
+
+    Per GPU: a bit mask of the slices held, and the holders with the slices each was first to take."""
 
     def __init__(self) -> None:
-        self._owner: dict[tuple[int, int, int], Any] = {}
+        self._used: dict[tuple[int, int], int] = {}
+        self._holders: dict[tuple[int, int], list[tuple[int, Any]]] = {}
 
     def claim(self, j: int, gpu: int, slices: range, holder: Any) -> list[tuple[int, Any]]:
         """Claim `slices` of GPU `gpu` on PM j for `holder`: (slice, other holder) for each slice
         another holder has already (an overlap)."""
-        clashes = []
-        for u in slices:
-            other = self._owner.setdefault((j, gpu, u), holder)
-            if other != holder:
-                clashes.append((u, other))
+        mask = sum(1 << u for u in slices)
+        used = self._used.get((j, gpu), 0)
+        held = self._holders.setdefault((j, gpu), [])
+        clashes = [(u, self._holder_of(held, u)) for u in slices if used >> u & 1]
+        held.append((mask & ~used, holder))
+        self._used[(j, gpu)] = used | mask
         return clashes
+
+    def used(self, j: int, gpu: int) -> int:
+        """The bit mask of the slices of GPU `gpu` on PM j that somebody holds."""
+        return self._used.get((j, gpu), 0)
+
+    @staticmethod
+    def _holder_of(held: list[tuple[int, Any]], u: int) -> Any:
+        return next(holder for mask, holder in held if mask >> u & 1)
 
 
 def check(dc: Any) -> list[Violation]:

@@ -18,6 +18,7 @@ from origamig.cluster.records import GiSlot, Placement, PmSpec, VmSpec, Weights,
 from origamig.errors import CatalogError
 from origamig.judge.check import SliceOwners, gi_problem, over_capacity
 from origamig.snapshot.fields import MISSING, FieldReader, id_problem, kind_of, show
+from origamig.snapshot.plain_vm import PlainVms
 
 SNAPSHOT_VERSION = 1
 WEIGHT_KEYS = ("accept", "pm", "gpu", "free_start", "migration")
@@ -35,9 +36,10 @@ class SnapshotParts:
     intra_pm_moves: bool = True
 
 
-def read_document(doc: Any, catalog: Catalog) -> tuple[SnapshotParts | None, list[str]]:
-    """Records of `doc` (None when it has problems) and the list of every problem found."""
-    reader = _Reader(catalog)
+def read_document(doc: Any, catalog: Catalog, fast: bool = True) -> tuple[SnapshotParts | None, list[str]]:
+    """Records of `doc` (None when it has problems) and the list of every problem found; `fast`:
+    plain VM entries take the one-pass reader (`plain_vm.py`), which gives the same answer."""
+    reader = _Reader(catalog, fast)
     parts = reader.read(doc)
     return (parts if not reader.problems else None), reader.problems
 
@@ -45,9 +47,10 @@ def read_document(doc: Any, catalog: Catalog) -> tuple[SnapshotParts | None, lis
 class _Reader(FieldReader):
     """Collects every problem of a document while building its records."""
 
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(self, catalog: Catalog, fast: bool = True) -> None:
         super().__init__()
         self.catalog = catalog
+        self.fast = fast
         self.pm_ids: set[Any] = set()
         self.broken_models: set[str] = set()  # inline models already reported as malformed
         self.broken_profiles: set[str] = set()  # their profile names (not reported again as unknown)
@@ -235,7 +238,20 @@ class _Reader(FieldReader):
         owners = SliceOwners()  # (pm, gpu, slice) -> the GI holding it
         seen: dict[str, str] = {}
         load: dict[str, list[tuple[str, int, int]]] = {}  # PM id -> (VM, CPU, RAM) of the VMs placed there
+        plain = (
+            PlainVms(catalog, pms, pm_index, self.blind, present, self.broken_profiles) if self.fast else None
+        )
         for i, raw in enumerate(raws):
+            hit = plain.read(raw, i, seen, owners) if plain is not None and type(raw) is dict else None
+            if hit is not None:
+                plain_vm, plain_pl = hit
+                vms[plain_vm.id] = plain_vm
+                if plain_pl is not None:
+                    placement[plain_vm.id] = plain_pl
+                on = _placed_pm(raw)
+                if on in self.outlines:
+                    load.setdefault(on, []).append((plain_vm.id, plain_vm.cpu_m, plain_vm.ram_mb))
+                continue
             path = f"vms[{i}]"
             if not isinstance(raw, dict):
                 self.err(path, f"expected an object, got {show(raw)} ({kind_of(raw)})")
