@@ -24,19 +24,45 @@ from benchmarks import paper_values as paper
 from benchmarks.loads import TABLE_KEYS
 from origamig.errors import UserError
 from origamig.study import sweep
-from origamig.study.sweep import Shown, Sweep
+from origamig.study.sweep import Cell, Shown, Sweep
 from origamig.study.sweep.grid import policy_load_cells
 from origamig.study.sweep.store import stored_runs
 
-RIVALS = ("dra", "fgd", "grmu")
+# Rows: registry policy and its options. FGD also runs without its descheduler, to tell what its
+# placement does from what its moves do.
+ROWS: dict[str, tuple[str, tuple[tuple[str, Any], ...]]] = {
+    "dra": ("dra", ()),
+    "fgd": ("fgd", ()),
+    "fgd-place": ("fgd", (("deschedule", False),)),
+    "grmu": ("grmu", ()),
+}
+RIVALS = tuple(ROWS)
 CONTROL = "ff"  # run here and compared with the stored loads sweep: the pairing check
-LABELS = {**sweep.POLICY_LABELS, "dra": "DRA", "fgd": "FGD", "grmu": "GRMU"}
-COLORS = {**sweep.POLICY_COLORS, "dra": "tab:purple", "fgd": "tab:brown", "grmu": "tab:red"}
+LABELS = {**sweep.POLICY_LABELS, "dra": "DRA", "fgd": "FGD", "fgd-place": "FGD, no moves", "grmu": "GRMU"}
+COLORS = {
+    **sweep.POLICY_COLORS,
+    "dra": "tab:purple",
+    "fgd": "tab:brown",
+    "fgd-place": "tan",
+    "grmu": "tab:red",
+}
 QUICK = dataclasses.replace(sweep.QUICK, seeds=(1, 2, 3, 4, 5))
 FULL = dataclasses.replace(sweep.FULL, seeds=(1, 2, 3))
 QUICK_LOADS = (0.5, 0.75, 1.0)
 FULL_LOADS = (0.85,)
 COMPARED = ("active_pms", "acceptance", "energy_kwh_per_gpu_hour", "migrations_per_hour")
+
+
+def cells(scale: sweep.Scale, loads: tuple[float, ...], rows: tuple[str, ...]) -> list[Cell]:
+    """The FF control and the rows `rows` at every load and seed of the scale."""
+    out = policy_load_cells(scale, loads, (CONTROL,))
+    for row in rows:
+        policy, options = ROWS[row]
+        out += [
+            Cell(row, c.col, policy, c.config, c.seed)
+            for c in policy_load_cells(scale, loads, (policy,), options)
+        ]
+    return out
 
 
 def paper_runs(scale: sweep.Scale, out: Path) -> list[dict[str, Any]]:
@@ -92,7 +118,7 @@ def analyse(sw: Sweep, loads: tuple[float, ...]) -> dict[str, Any]:
 
 
 def print_tables(sw: Sweep, loads: tuple[float, ...], findings: dict[str, Any]) -> None:
-    policies = [p for p in (*paper.POLICIES, *RIVALS) if any(r["policy"] == p for r in sw.runs)]
+    policies = [p for p in (*paper.POLICIES, *RIVALS) if any(r["row"] == p for r in sw.runs)]
     for load in loads:
         col = f"{load:g}"
         rows = []
@@ -137,7 +163,7 @@ def print_tables(sw: Sweep, loads: tuple[float, ...], findings: dict[str, Any]) 
 
 def draw(sw: Sweep, loads: tuple[float, ...], out_dir: Path) -> Path:
     """Paired by seed: fewer active PMs than FF (%) and acceptance, per policy and load."""
-    policies = [p for p in (*paper.POLICIES, *RIVALS) if any(r["policy"] == p for r in sw.runs)]
+    policies = [p for p in (*paper.POLICIES, *RIVALS) if any(r["row"] == p for r in sw.runs)]
     panels = (
         ("Fewer active PMs than FF (%, paired by seed)", lambda p, col: sw.reduction_pct(p, "ff", col), 1),
         ("Acceptance (% of requested slices)", lambda p, col: sw.metric(p, col, "acceptance"), 100),
@@ -169,7 +195,7 @@ def main(args: argparse.Namespace) -> None:
     if unknown:
         raise UserError(f"--policies: unknown {', '.join(unknown)} (known: {', '.join(RIVALS)})")
     stored = paper_runs(scale, args.out)
-    sw = sweep.run_or_load("rivals", scale, policy_load_cells(scale, loads, (CONTROL, *rivals)), args)
+    sw = sweep.run_or_load("rivals", scale, cells(scale, loads, rivals), args)
     compared = check_pairing(sw, stored)
     paired = Sweep(sw.name, sw.scale, sw.cells, [*sw.runs, *(r for r in stored if r["policy"] != CONTROL)])
     paired_loads = tuple(float(c) for c in dict.fromkeys(f"{x:g}" for x in loads))

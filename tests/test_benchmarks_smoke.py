@@ -347,7 +347,7 @@ def test_rivals_smoke_pairs_with_the_stored_loads_sweep(tmp_path: Path) -> None:
     mine = sweep.run(
         "rivals",
         SMOKE,
-        rivals.policy_load_cells(SMOKE, (0.75,), ("ff", "dra", "fgd")),
+        rivals.cells(SMOKE, (0.75,), ("dra", "fgd")),
         1,
         None,
         False,

@@ -197,10 +197,10 @@ class SliceOwners:
     def claim(self, j: int, gpu: int, slices: range, holder: Any) -> list[tuple[int, Any]]:
         """Claim `slices` of GPU `gpu` on PM j for `holder`: (slice, other holder) for each slice
         another holder has already (an overlap)."""
-        mask = sum(1 << u for u in slices)
+        mask = sum(1 << u for u in slices) if slices.step != 1 else ((1 << len(slices)) - 1) << slices.start
         used = self._used.get((j, gpu), 0)
         held = self._holders.setdefault((j, gpu), [])
-        clashes = [(u, self._holder_of(held, u)) for u in slices if used >> u & 1]
+        clashes = [(u, self._holder_of(held, u)) for u in slices if used >> u & 1] if used & mask else []
         held.append((mask & ~used, holder))
         self._used[(j, gpu)] = used | mask
         return clashes
