@@ -35,16 +35,25 @@ ROWS: dict[str, tuple[str, tuple[tuple[str, Any], ...]]] = {
     "fgd": ("fgd", ()),
     "fgd-place": ("fgd", (("deschedule", False),)),
     "grmu": ("grmu", ()),
+    "grmu-consolidate": ("grmu", (("consolidate", True),)),
 }
 RIVALS = tuple(ROWS)
 CONTROL = "ff"  # run here and compared with the stored loads sweep: the pairing check
-LABELS = {**sweep.POLICY_LABELS, "dra": "DRA", "fgd": "FGD", "fgd-place": "FGD, no moves", "grmu": "GRMU"}
+LABELS = {
+    **sweep.POLICY_LABELS,
+    "dra": "DRA",
+    "fgd": "FGD",
+    "fgd-place": "FGD, no moves",
+    "grmu": "GRMU",
+    "grmu-consolidate": "GRMU + consolidation",
+}
 COLORS = {
     **sweep.POLICY_COLORS,
     "dra": "tab:purple",
     "fgd": "tab:brown",
     "fgd-place": "tan",
     "grmu": "tab:red",
+    "grmu-consolidate": "salmon",
 }
 QUICK = dataclasses.replace(sweep.QUICK, seeds=(1, 2, 3, 4, 5))
 FULL = dataclasses.replace(sweep.FULL, seeds=(1, 2, 3))

@@ -148,13 +148,14 @@ def choose_pm(dc: DataCenter, vm: VmSpec, locked: frozenset[int], fit: PmFit) ->
     if not vm.gis:
         return first_fit(dc, vm, locked)
     best: tuple[Any, int, Placement] | None = None
-    asks: dict[int, tuple[Hashable, tuple[int, ...]]] = {}  # per variant: its memo key and GI order
+    # per class the VM may run on (each variant is the VM as one class knows it): memo key, GI order
+    asks: dict[str, tuple[Hashable, tuple[int, ...]]] = {}
     for j in candidate_pms(dc, vm, locked):
         for variant in variants_on(dc, j, vm):
-            if id(variant) not in asks:
+            if variant.gpu_class not in asks:
                 order = gi_order(variant)
-                asks[id(variant)] = ((fit, shape_token(variant.gis), order), order)
-            key, order = asks[id(variant)]
+                asks[variant.gpu_class] = ((fit, shape_token(variant.gis), order), order)
+            key, order = asks[variant.gpu_class]
             # `fit` reads PM j's GPUs only: its answer holds until the PM changes (`remembered`).
             hit = dc.remembered(j, key, functools.partial(fit, dc, j, variant, order))
             if hit is not None and (best is None or hit[0] < best[0]):  # ascending j: ties keep the lowest

@@ -16,6 +16,8 @@ Life of a request, as the simulator drives it:
    the same time with that call's PMs added to `locked`, until None: a policy that runs one call at
    a time returns None whenever `locked` is non-empty; one that starts several keeps each call off
    `locked` (calls of one check run side by side on disjoint PMs). No check while a call runs.
+   A `Work` whose `pms` is empty (one that only rejects) adds nothing to `locked`, so the simulator
+   asks again at once: a policy must not return the same such Work twice in one check.
 """
 
 from __future__ import annotations
@@ -215,6 +217,7 @@ BUILTIN_POLICIES: dict[str, str] = {
     "mfi": "mfi",
     "dra": "dra",
     "fgd": "fgd",
+    "grmu": "grmu.policy",
     "tc": "tc.policy",
     "origamig": "optimizer.policy",
 }
