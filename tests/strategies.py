@@ -108,3 +108,51 @@ def gpu_configs(draw: st.DrawFn, model: GpuModel | None = None, max_attempts: in
         if not config.occupancy & prof.mask(start):
             config = config.place(prof, start)
     return config
+
+
+@st.composite
+def gpu_pms(draw: st.DrawFn, max_pms: int) -> list[PmSpec]:
+    """1..max_pms PMs with 1–3 GPUs each (A100/A30, mixed allowed) and roomy CPU/RAM, so that
+    compactions have room to work; `strategies.pm_lists` adds PMs without GPUs and small ones."""
+    n = draw(st.integers(1, max_pms))
+    return [
+        PmSpec(
+            f"g{j}",
+            cores_to_m(draw(st.sampled_from((32, 80)))),
+            gb_to_mb(512),
+            tuple(draw(st.lists(gpu_models(), min_size=1, max_size=3))),
+        )
+        for j in range(n)
+    ]
+
+
+@st.composite
+def random_states(draw: st.DrawFn, max_pms: int = 4, max_vms: int = 10) -> DataCenter:
+    """A valid state with VMs at *random* feasible places (not first-fit), so policies meet any layout."""
+    pms = draw(st.one_of(pm_lists(1, max_pms), gpu_pms(max_pms)))
+    dc = DataCenter(pms)
+    for i in range(draw(st.integers(0, max_vms))):
+        vm = draw(vm_specs(vm_id=f"s{i}"))
+        hosts = [j for j in range(len(dc.pms)) if dc.fits_resources(vm, j)]
+        if vm.gis:
+            hosts = [j for j in hosts if vm.gpu_class in dc.pms[j].gpu_classes]
+        if not hosts:
+            continue
+        j = draw(st.sampled_from(hosts))
+        occ = {k: dc.occupancy(j, k) for k in range(dc.gpu_count(j))}
+        slots = []
+        for prof in vm.gis:
+            options = [
+                (k, z)
+                for k, g in enumerate(dc.pms[j].gpus)
+                if g.gpu_class == prof.gpu_class
+                for z in geometry(g).free_starts(occ[k], g.profile(prof.name))
+            ]
+            if not options:
+                break
+            k, z = draw(st.sampled_from(options))
+            occ[k] |= prof.mask(z)
+            slots.append(GiSlot(k, z))
+        if len(slots) == len(vm.gis):
+            dc.place(vm, Placement(j, tuple(slots)))
+    return dc

@@ -105,7 +105,7 @@ def test_the_graph_is_read(graph: nx.DiGraph) -> None:
     # A few edges known by heart, one of them under TYPE_CHECKING and one inside a function.
     assert graph.has_edge("origamig.sim.engine", "origamig.policies.base")
     assert graph.has_edge("origamig.policies.base", "origamig.call.decision")  # TYPE_CHECKING
-    assert graph.has_edge("origamig.policies.tc.policy", "origamig.plan.executor")  # inside plan_moves()
+    assert graph.has_edge("origamig.policies.moves", "origamig.plan.executor")  # inside plan_moves()
     assert graph.number_of_nodes() > 50
     # The face sits between the commands (which read its version) and the layers it re-exports.
     assert graph.has_edge("origamig.cli.console_entry", "origamig")

@@ -14,11 +14,11 @@ import pytest
 from builders import at, datacenter, model, pm, vm
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import gpu_models, pm_lists, vm_specs
+from strategies import gpu_models, random_states, vm_specs
 
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.mig import geometry
-from origamig.cluster.records import GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
+from origamig.cluster.records import VmSpec
 from origamig.errors import UserError
 from origamig.judge.check import check, check_counters
 from origamig.judge.replay import replay_plan
@@ -307,38 +307,9 @@ def test_options_are_validated_naming_the_option_and_value() -> None:
 
 
 # --- invariants over random streams ---------------------------------------------------------------
-@st.composite
-def fragmented_states(draw: st.DrawFn) -> DataCenter:
+def fragmented_states() -> st.SearchStrategy[DataCenter]:
     """A valid state whose VMs sit at *random* feasible starts (fragmented GPUs, mixed ones too)."""
-    roomy = st.lists(gpu_models(), min_size=1, max_size=2).map(
-        lambda gpus: PmSpec("g", cores_to_m(80), gb_to_mb(512), tuple(gpus))
-    )
-    pms = draw(st.one_of(pm_lists(1, 4), st.lists(roomy, min_size=1, max_size=4)))
-    dc = DataCenter([PmSpec(f"p{j}", p.cpu_m, p.ram_mb, p.gpus) for j, p in enumerate(pms)])
-    for i in range(draw(st.integers(0, 10))):
-        spec = draw(vm_specs(vm_id=f"s{i}"))
-        hosts = [j for j in range(len(dc.pms)) if dc.fits_resources(spec, j)]
-        hosts = [j for j in hosts if not spec.gis or spec.gpu_class in dc.pms[j].gpu_classes]
-        if not hosts:
-            continue
-        j = draw(st.sampled_from(hosts))
-        occ = [dc.occupancy(j, k) for k in range(dc.gpu_count(j))]
-        slots = []
-        for prof in spec.gis:
-            options = [
-                (k, z)
-                for k, g in enumerate(dc.pms[j].gpus)
-                if g.gpu_class == prof.gpu_class
-                for z in geometry(g).free_starts(occ[k], g.profile(prof.name))
-            ]
-            if not options:
-                break
-            k, z = draw(st.sampled_from(options))
-            occ[k] |= prof.mask(z)
-            slots.append(GiSlot(k, z))
-        if len(slots) == len(spec.gis):
-            dc.place(spec, Placement(j, tuple(slots)))
-    return dc
+    return random_states(max_pms=4, max_vms=10)
 
 
 def _mixed(dc: DataCenter, rule: Baskets) -> set[tuple[int, int]]:

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import gpu_models, pm_lists, vm_specs
+from strategies import random_states, vm_specs
 
 from origamig.cluster.datacenter import DataCenter
-from origamig.cluster.mig import geometry
-from origamig.cluster.records import GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
+from origamig.cluster.records import Placement, VmSpec
 from origamig.judge.check import check, check_counters, check_placement
 from origamig.policies.arrival_rule import gi_order
 from origamig.policies.base import Deferred, Placed, Rejection, make_policy
@@ -32,54 +31,6 @@ POLICIES = [
     ("tc", {}),
     ("tc", {"tc_rule": "literal"}),
 ]
-
-
-@st.composite
-def gpu_pms(draw: st.DrawFn, max_pms: int) -> list[PmSpec]:
-    """1..max_pms PMs with 1–3 GPUs each (A100/A30, mixed allowed) and roomy CPU/RAM, so that
-    compactions have room to work; `strategies.pm_lists` adds PMs without GPUs and small ones."""
-    n = draw(st.integers(1, max_pms))
-    return [
-        PmSpec(
-            f"g{j}",
-            cores_to_m(draw(st.sampled_from((32, 80)))),
-            gb_to_mb(512),
-            tuple(draw(st.lists(gpu_models(), min_size=1, max_size=3))),
-        )
-        for j in range(n)
-    ]
-
-
-@st.composite
-def random_states(draw: st.DrawFn, max_pms: int = 4, max_vms: int = 10) -> DataCenter:
-    """A valid state with VMs at *random* feasible places (not first-fit), so policies meet any layout."""
-    pms = draw(st.one_of(pm_lists(1, max_pms), gpu_pms(max_pms)))
-    dc = DataCenter(pms)
-    for i in range(draw(st.integers(0, max_vms))):
-        vm = draw(vm_specs(vm_id=f"s{i}"))
-        hosts = [j for j in range(len(dc.pms)) if dc.fits_resources(vm, j)]
-        if vm.gis:
-            hosts = [j for j in hosts if vm.gpu_class in dc.pms[j].gpu_classes]
-        if not hosts:
-            continue
-        j = draw(st.sampled_from(hosts))
-        occ = {k: dc.occupancy(j, k) for k in range(dc.gpu_count(j))}
-        slots = []
-        for prof in vm.gis:
-            options = [
-                (k, z)
-                for k, g in enumerate(dc.pms[j].gpus)
-                if g.gpu_class == prof.gpu_class
-                for z in geometry(g).free_starts(occ[k], g.profile(prof.name))
-            ]
-            if not options:
-                break
-            k, z = draw(st.sampled_from(options))
-            occ[k] |= prof.mask(z)
-            slots.append(GiSlot(k, z))
-        if len(slots) == len(vm.gis):
-            dc.place(vm, Placement(j, tuple(slots)))
-    return dc
 
 
 events = st.lists(

@@ -6,9 +6,20 @@ answer into the Protocol's decisions and counts admissions and rejections.
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
+
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import Placement, VmSpec
 from origamig.policies.base import ArrivalDecision, Placed, Rejection, Work
+
+
+def counted(counters: MutableMapping[str, float], hit: Placement | Rejection) -> ArrivalDecision:
+    """The arrival decision for a rule's answer, counted as admitted or rejected in `counters`."""
+    if isinstance(hit, Rejection):
+        counters["rejected"] += 1
+        return hit
+    counters["admitted"] += 1
+    return Placed(hit)
 
 
 class ArrivalOnlyPolicy:

@@ -44,11 +44,13 @@ from origamig.cluster.mig import Geometry
 from origamig.cluster.records import GiSlot, Placement, VmSpec
 from origamig.errors import PlacementError, UserError
 from origamig.memo import remember
+from origamig.policies.arrival_only import counted
 from origamig.policies.arrival_rule import choose_pm, class_gpus, profile_on
-from origamig.policies.base import ArrivalDecision, Placed, Rejection, Work, register
+from origamig.policies.base import ArrivalDecision, Rejection, Work, register
+from origamig.policies.moves import count_moves, moves_work, plan_moves
 
 if TYPE_CHECKING:
-    from origamig.plan.steps import Plan
+    pass
 
 DEFAULT_PERIOD_S = 900.0  # the descheduler's period: TC's, so that the two move VMs as often
 DEFAULT_RATIO = 0.02  # at most this share of the running VMs is descheduled per period
@@ -202,14 +204,6 @@ class FgdFit:
         return after - before, Placement(j, tuple(slots))  # type: ignore[arg-type]
 
 
-def plan_moves(dc: DataCenter, target: dict[str, Placement]) -> Plan | None:
-    """The executor's plan for `target` on `dc`, or None when it finds none (imported on first use)."""
-    from origamig.plan.executor import Infeasible, plan_migrations
-
-    plan = plan_migrations(dc, target)
-    return None if isinstance(plan, Infeasible) else plan
-
-
 @register("fgd")
 class FragmentationGradientDescent:
     """FGD: each VM where the workload's fragmentation grows least; a periodic descheduler."""
@@ -266,12 +260,7 @@ class FragmentationGradientDescent:
 
     def arrive(self, dc: DataCenter, vm: VmSpec, now: float, locked: frozenset[int]) -> ArrivalDecision:
         self._observe(vm)
-        hit = choose_pm(dc, vm, locked, self._fit)
-        if isinstance(hit, Rejection):
-            self._c["rejected"] += 1
-            return hit
-        self._c["admitted"] += 1
-        return Placed(hit)
+        return counted(self._c, choose_pm(dc, vm, locked, self._fit))
 
     def depart(self, dc: DataCenter, vm_id: str, now: float) -> None:
         return None
@@ -293,31 +282,15 @@ class FragmentationGradientDescent:
         if plan is None:
             self._c["deschedulings_discarded"] += bool(target)
             return None
-        pms = {pl.pm for pl in target.values()} | {dc.placement[v].pm for v in target}
-        pms |= {dc.index[m.to_pm] for m in plan.moves} | {
-            dc.index[m.from_pm] for m in plan.moves if m.from_pm
-        }
-        moves_s = plan.cost.duration_s
-        return Work(
-            kind="deschedule",
-            pms=frozenset(pms),
-            target=target,
-            plan=plan,
-            wall_s=decide_s + moves_s,
-            modeled_s=moves_s,
-            phases_s={"decide_s": decide_s, "moves_s": moves_s},
-        )
+        return moves_work("deschedule", dc, target, plan, decide_s)
 
     def finished(self, dc: DataCenter, work: Work, now: float) -> None:
         if not work.applied or work.plan is None:
             self._c["deschedulings_discarded"] += 1
             return
-        cost = work.plan.cost
         self._c["deschedulings_with_moves"] += 1
         self._c["descheduled"] += len(work.target)
-        self._c["migrations"] += cost.migrations
-        self._c["parking_moves"] += cost.parking
-        self._c["bytes_moved"] += cost.bytes_copied
+        count_moves(self._c, work.plan)
 
     def counters(self) -> dict[str, float]:
         return dict(self._c)

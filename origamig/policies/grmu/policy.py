@@ -40,7 +40,7 @@ from origamig.policies.base import ArrivalDecision, Deferred, Placed, Rejection,
 from origamig.policies.grmu.baskets import LARGE, SMALL, Baskets, arrival_score, choose
 from origamig.policies.grmu.consolidation import Moves, consolidate, make_room
 from origamig.policies.grmu.defrag import defrag_score
-from origamig.policies.tc.policy import plan_moves
+from origamig.policies.moves import count_moves, moves_work, plan_moves
 
 if TYPE_CHECKING:
     from origamig.plan.steps import Plan
@@ -262,27 +262,10 @@ class Grmu:
         reasons: dict[str, str] | None = None,
     ) -> Work:
         """The Work of a call: it holds the PMs its moves and starts touch until its moves end."""
-        pms = {pl.pm for pl in target.values()} | {dc.placement[v].pm for v in target if v in dc.placement}
-        if plan is not None:
-            pms |= {dc.index[m.to_pm] for m in plan.moves} | {
-                dc.index[m.from_pm] for m in plan.moves if m.from_pm
-            }
         decide_s = time.perf_counter() - t0
         self._c["wall_s"] += decide_s
         self._running = True
-        moves_s = plan.cost.duration_s if plan is not None else 0.0
-        return Work(
-            kind=kind,
-            pms=frozenset(pms),
-            target=target,
-            admitted=tuple(admitted or ()),
-            rejected=tuple(rejected or ()),
-            plan=plan,
-            wall_s=decide_s + moves_s,
-            modeled_s=moves_s,
-            phases_s={"decide_s": decide_s, "moves_s": moves_s},
-            reasons=reasons or {},
-        )
+        return moves_work(kind, dc, target, plan, decide_s, admitted or (), rejected or (), reasons)
 
     def finished(self, dc: DataCenter, work: Work, now: float) -> None:
         self._running = False
@@ -295,11 +278,8 @@ class Grmu:
         if not work.applied or work.plan is None:
             self._c["consolidations_discarded"] += work.kind == "consolidation"
             return
-        cost = work.plan.cost
-        self._c["migrations"] += cost.migrations
-        self._c[f"migrations_{work.kind}"] += cost.migrations
-        self._c["parking_moves"] += cost.parking
-        self._c["bytes_moved"] += cost.bytes_copied
+        count_moves(self._c, work.plan)
+        self._c[f"migrations_{work.kind}"] += work.plan.cost.migrations
         if work.kind == "consolidation":
             self._c["consolidations_with_moves"] += 1
             self._c["vacated_gpus"] += self._vacating

@@ -23,27 +23,19 @@ import time
 from typing import TYPE_CHECKING
 
 from origamig.cluster.datacenter import DataCenter
-from origamig.cluster.records import Placement, VmSpec
+from origamig.cluster.records import VmSpec
 from origamig.errors import UserError
+from origamig.policies.arrival_only import counted
 from origamig.policies.arrival_rule import choose_pm
-from origamig.policies.base import ArrivalDecision, Placed, Rejection, Work, register
+from origamig.policies.base import ArrivalDecision, Work, register
+from origamig.policies.moves import count_moves, moves_work, plan_moves
 from origamig.policies.tc.compaction import TcRule, compact
 from origamig.policies.tc.rule import tc_fit_on_pm
 
 if TYPE_CHECKING:
-    from origamig.plan.steps import Plan
+    pass
 
 DEFAULT_PERIOD_S = 900.0  # paper §6.3: each class every 15 min
-
-
-def plan_moves(dc: DataCenter, target: dict[str, Placement]) -> Plan | None:
-    """The executor's plan for `target` on `dc`, or None when it finds none (the one place TC plans).
-
-    The executor (networkx) is imported on first use, so that FF and MFI stay light to import."""
-    from origamig.plan.executor import Infeasible, plan_migrations
-
-    plan = plan_migrations(dc, target)
-    return None if isinstance(plan, Infeasible) else plan
 
 
 @register("tc")
@@ -84,12 +76,7 @@ class TurkkanCompaction:
         )
 
     def arrive(self, dc: DataCenter, vm: VmSpec, now: float, locked: frozenset[int]) -> ArrivalDecision:
-        hit = choose_pm(dc, vm, locked, tc_fit_on_pm)
-        if isinstance(hit, Rejection):
-            self._c["rejected"] += 1
-            return hit
-        self._c["admitted"] += 1
-        return Placed(hit)
+        return counted(self._c, choose_pm(dc, vm, locked, tc_fit_on_pm))
 
     def depart(self, dc: DataCenter, vm_id: str, now: float) -> None:
         return None
@@ -119,32 +106,16 @@ class TurkkanCompaction:
         if plan is None:
             self._c["compactions_discarded"] += bool(result.moves)
             return None
-        pms = {pl.pm for pl in result.moves.values()} | {dc.placement[v].pm for v in result.moves}
-        pms |= {dc.index[m.to_pm] for m in plan.moves} | {
-            dc.index[m.from_pm] for m in plan.moves if m.from_pm
-        }
-        moves_s = plan.cost.duration_s
         self._vacating = len(result.vacated)
-        return Work(
-            kind="compaction",
-            pms=frozenset(pms),
-            target=result.moves,
-            plan=plan,
-            wall_s=decide_s + moves_s,
-            modeled_s=moves_s,
-            phases_s={"decide_s": decide_s, "moves_s": moves_s},
-        )
+        return moves_work("compaction", dc, result.moves, plan, decide_s)
 
     def finished(self, dc: DataCenter, work: Work, now: float) -> None:
         if not work.applied or work.plan is None:
             self._c["compactions_discarded"] += 1
             return
-        cost = work.plan.cost
         self._c["compactions_with_moves"] += 1
         self._c["vacated_gpus"] += self._vacating
-        self._c["migrations"] += cost.migrations
-        self._c["parking_moves"] += cost.parking
-        self._c["bytes_moved"] += cost.bytes_copied
+        count_moves(self._c, work.plan)
 
     def counters(self) -> dict[str, float]:
         return dict(self._c)
