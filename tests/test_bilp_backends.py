@@ -11,14 +11,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from origamig.bilp import Limits, available, backend_names, solve_region
-from origamig.bilp.backends.base import get_backend
+from origamig.bilp.backends.base import Feature, get_backend, get_backend_class
 from origamig.cluster.records import Weights
 from origamig.judge.check import check_placement
 from origamig.judge.objective import evaluate
 
-SINGLE = ("highs", "cpsat")  # the solvers; each also solves deterministically
+SINGLE = ("highs", "cpsat")  # the solvers
 BACKENDS = (*SINGLE, "portfolio")  # every registered backend must be listed here
 EXACT = Limits(time_limit_s=60, threads=1)
+
+
+def having(feature: Feature) -> list[str]:
+    """The backends that declare `feature`: the tests of a feature run on every backend declaring it."""
+    return [name for name in BACKENDS if feature in get_backend_class(name).features]
 
 
 def test_every_registered_backend_is_under_test() -> None:
@@ -28,6 +33,12 @@ def test_every_registered_backend_is_under_test() -> None:
 @pytest.mark.parametrize("name", BACKENDS)
 def test_backend_available_here(name: str) -> None:
     assert available()[name] is None
+
+
+def test_every_feature_is_declared_by_some_backend() -> None:
+    declared = {f for name in BACKENDS for f in get_backend_class(name).features}
+    assert declared == set(Feature)  # a feature nobody declares is dead code in the enum
+    assert having(Feature.WORK_LIMIT) == list(SINGLE)  # both solvers run deterministically, the race not
 
 
 def test_unknown_backend_names_the_choices() -> None:
@@ -88,7 +99,7 @@ def test_time_limited_solve_keeps_the_best_incumbent(name: str) -> None:
     assert res.proved_optimal == (res.gap == 0.0 and res.termination in ("optimal", "bound"))
 
 
-@pytest.mark.parametrize("name", SINGLE)
+@pytest.mark.parametrize("name", having(Feature.WORK_LIMIT))
 def test_deterministic_mode_repeats_exactly(name: str) -> None:
     dc = fragmented(random.Random(5), 8, 40, 5)
     limits = Limits(time_limit_s=None, deterministic=True, work_limit=0.5 if name == "cpsat" else 1)
@@ -104,9 +115,9 @@ def test_deterministic_mode_repeats_exactly(name: str) -> None:
 
 
 def test_deterministic_limits_never_enforce_the_wall_clock():
-    from origamig.bilp.backends.base import get_backend, make_limits
+    from origamig.bilp.backends.base import make_limits
 
-    for solver in ("highs", "cpsat"):
+    for solver in having(Feature.WORK_LIMIT):
         limits = make_limits(solver, time_limit_s=0.001, deterministic=True)
         assert limits.work_limit == get_backend(solver).default_work_limit
         assert limits.wall_limit_s is None  # the result cannot depend on the machine's load

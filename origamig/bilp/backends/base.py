@@ -38,6 +38,17 @@ class Termination(StrEnum):
     ERROR = "error"
 
 
+class Feature(StrEnum):
+    """What a backend can do beyond solving (its `features`; the conformance tests pick backends by them)."""
+
+    MIP_START = "mip_start"  # takes the start as a MIP start (an incumbent from the first node)
+    HINT = "hint"  # takes the start as a search hint
+    WORK_LIMIT = "work_limit"  # stops on a deterministic work budget: the same answer on any machine
+    DETERMINISTIC_TIME = "deterministic_time"  # its work is the solver's own deterministic time
+    WALL_CLOCK_GUARD = "wall_clock_guard"  # a solve past its wall-clock limit is cancelled from outside
+    FIRST_PROOF_WINS = "first_proof_wins"  # several solvers race; the first proof is the answer
+
+
 class Guard(StrEnum):
     """How a wall-clock limit was enforced when the solver did not stop by itself."""
 
@@ -208,7 +219,7 @@ class Backend(Protocol):
 
     name: str
     optional: tuple[str, str] | None  # (vendor module, pip extra) of an optional solver
-    features: frozenset[str]
+    features: frozenset[Feature]
     seconds_per_work: float  # wall seconds per unit of `SolveResult.work` on one idle core
     default_work_limit: float  # work budget of a deterministic solve when the caller gives none
     helper_backends: tuple[str, ...]  # the solvers whose helper processes a limited solve uses

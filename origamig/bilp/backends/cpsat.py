@@ -39,7 +39,9 @@ class CpSatBackend(deadline.SolvesInHelper):
     name = "cpsat"
     # (module, pip extra): CP-SAT is optional, `get_backend` names the extra when it is missing.
     optional: ClassVar[tuple[str, str] | None] = ("ortools.sat.python.cp_model", "cpsat")
-    features: ClassVar[frozenset[str]] = frozenset({"hint", "deterministic_time", "work_limit"})
+    features: ClassVar[frozenset[base.Feature]] = frozenset(
+        {base.Feature.HINT, base.Feature.DETERMINISTIC_TIME, base.Feature.WORK_LIMIT}
+    )
     # Wall seconds per unit of reported work on one idle core, for the load-independent call
     # time of deterministic simulations: one deterministic second
     # took about 1.2 s of CPU on 16-PM neighborhoods.

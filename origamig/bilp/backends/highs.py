@@ -51,7 +51,9 @@ class HighsBackend(deadline.SolvesInHelper):
 
     name = "highs"
     optional: ClassVar[tuple[str, str] | None] = None  # highspy is a core dependency
-    features: ClassVar[frozenset[str]] = frozenset({"mip_start", "wall_clock_guard", "work_limit"})
+    features: ClassVar[frozenset[base.Feature]] = frozenset(
+        {base.Feature.MIP_START, base.Feature.WALL_CLOCK_GUARD, base.Feature.WORK_LIMIT}
+    )
     # Wall seconds per unit of reported work on one idle core, for the load-independent call
     # time of deterministic simulations: one unit (1000 simplex iterations) took 0.5-0.6 s of CPU
     # on 16-PM neighborhoods with presolve probing on; without probing 0.7x that per instance

@@ -34,8 +34,13 @@ class PortfolioBackend:
 
     name = "portfolio"
     optional: ClassVar[tuple[str, str] | None] = ("ortools.sat.python.cp_model", "cpsat")
-    features: ClassVar[frozenset[str]] = frozenset(
-        {"mip_start", "hint", "wall_clock_guard", "first_proof_wins"}
+    features: ClassVar[frozenset[base.Feature]] = frozenset(
+        {
+            base.Feature.MIP_START,
+            base.Feature.HINT,
+            base.Feature.WALL_CLOCK_GUARD,
+            base.Feature.FIRST_PROOF_WINS,
+        }
     )
     # The reported work is the winner's, converted to its seconds on one idle core.
     seconds_per_work: ClassVar[float] = 1.0
