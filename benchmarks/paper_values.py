@@ -152,6 +152,25 @@ TABLE11: dict[str, dict[str, float]] = {
 }
 TABLE11_MEDIAN_CALL_MMAX32_S = 10.25  # §6.7 text
 
+# --- §6.7 (Fig. 7), the scale study: used by benchmarks/growth.py ---------------------------------
+# The quotes below paraphrase the §6.7 text (not verbatim).
+# "We grow the data center from 128 to 4096 PMs at the same load per PM (load 0.85), with a quarter
+# of the PMs carrying A30 GPUs, and simulate one day with a single seed."
+FIG7_PMS = (128, 256, 512, 1024, 2048, 4096)
+FIG7_LOAD = 0.85
+FIG7_SEEDS = 1
+FIG7_DAYS = 1  # "simulate one day" (benchmarks/growth.py reads it as one measured day after the warm-up)
+FIG7_CALLS_CAP_PER_HOUR = 360.0  # "OrigaMIG starts at most one call per 10 s step (360 calls/h)"
+# "From 128 to 1024 PMs the calls grow from 44.7 to 207.8 per hour ... at 2048 and 4096 PMs, where
+# OrigaMIG starts 284.9 and 334.5 calls per hour."
+FIG7_CALLS_PER_HOUR = {128: 44.7, 1024: 207.8, 2048: 284.9, 4096: 334.5}
+FIG7_MEDIAN_CALL_S = {128: 4.26, 1024: 9.97}  # "... and the median call from 4.26 s to 9.97 s"
+# "Its reduction in active PMs over FF falls from 2.8% at 128 PMs and 2.1% at 512 to 1.0% at 1024"
+FIG7_PMS_REDUCTION_VS_FF_PCT = {128: 2.8, 512: 2.1, 1024: 1.0}
+# "... and stays below 0.5% at 2048 and 4096 PMs": an upper bound, not a value.
+FIG7_PMS_REDUCTION_VS_FF_BELOW_PCT = {2048: 0.5, 4096: 0.5}
+FIG7_FF_ADMITS_ALL_FROM_PMS = 1024  # "From 1024 PMs on FF admits every request"
+
 # --- §6.8 (Table 12, Fig. 8): used by benchmarks/optimality_gap.py -------------------------------
 CALL_TIME_LIMIT_S = 10.0  # §6.1: each OrigaMIG call has a 10 s limit (also used in §6.8)
 # §6.8: Poisson arrivals at 2.1 per hour per 8 PMs of 2x A100 (docs/simulator.md#workload otherwise), i.e.

@@ -51,13 +51,15 @@ def without_unset_hardware(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 def cells_of(runs: Sequence[dict[str, Any]], scale: Scale) -> list[Cell]:
-    """The cells of stored runs, rebuilt from their records."""
+    """The cells of stored runs, rebuilt from their records (at the scale's PM count unless a record
+    names its own: a sweep over data-center sizes)."""
     return [
         Cell(
             r["row"],
             r["col"],
             r["policy"],
             scale.config(
+                pms=r.get("pms", scale.pms),
                 load=r["load"],
                 variant=r["variant"],
                 policy_options=tuple(sorted(r["policy_options"].items())),

@@ -39,6 +39,7 @@ def record(cell: Cell, result: RunResult, code: str) -> dict[str, Any]:
         "col": cell.col,
         "policy": cell.policy,
         "seed": cell.seed,
+        "pms": cell.config.pms,  # a sweep over sizes has cells of several PM counts
         "load": cell.config.load,
         "variant": cell.config.variant,
         "policy_options": dict(cell.config.policy_options),
