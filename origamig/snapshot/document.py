@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import json
 import os
 import stat
 import tempfile
@@ -35,6 +34,7 @@ from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import Placement, PmSpec, VmSpec, Weights
 from origamig.errors import SnapshotError
 from origamig.files import parse_json_text
+from origamig.snapshot.json_writer import indented_json
 from origamig.snapshot.reader import SNAPSHOT_VERSION, read_document, show
 
 __all__ = [
@@ -156,7 +156,7 @@ def write_json_atomic(path: str | Path, data: Any, indent: int = 2) -> None:
 
 def json_text(data: Any, indent: int = 2) -> str:
     """`data` as the JSON text the package writes and prints (indented, one final newline)."""
-    return json.dumps(data, indent=indent) + "\n"
+    return indented_json(data, indent) + "\n"
 
 
 def write_text_atomic(path: str | Path, text: str, new_mode: int = 0o666) -> None:
