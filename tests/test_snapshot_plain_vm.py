@@ -93,3 +93,21 @@ def mutated(draw: st.DrawFn) -> dict[str, Any]:
 def test_mutated_vm_entries_read_alike(doc: dict[str, Any]) -> None:
     fast, full = both(doc)
     assert fast == full
+
+
+def test_a_snapshot_s_state_is_the_one_validated_placements_build() -> None:
+    from origamig.cluster.datacenter import DataCenter
+    from origamig.judge.check import check, check_counters
+    from origamig.snapshot.document import parse_snapshot
+
+    for doc in BASES:
+        snap = parse_snapshot(doc)
+        trusted = snap.datacenter()  # the reader judged every placement: not judged again
+        judged = DataCenter(snap.pms, snap.intra_pm_moves)
+        for v, pl in snap.placement.items():
+            judged.place(snap.vms[v], pl)
+        assert check(trusted) == [] and check_counters(trusted) == []
+        assert trusted.placement == judged.placement and trusted.active_gpus == judged.active_gpus
+        assert [trusted.free_memory_slices(j) for j in range(len(snap.pms))] == [
+            judged.free_memory_slices(j) for j in range(len(snap.pms))
+        ]

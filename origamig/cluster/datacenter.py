@@ -210,13 +210,16 @@ class DataCenter:
     def drop_pending(self, vm_id: str) -> VmSpec:
         return self.pending.pop(vm_id)
 
-    def place(self, vm: VmSpec, placement: Placement) -> None:
-        """Start `vm` at `placement` (a pending VM leaves the queue). Validates everything first.
-        A VM that may run on several GPU classes is kept as it runs there (`VmSpec.placed_on`)."""
+    def place(self, vm: VmSpec, placement: Placement, *, checked: bool = False) -> None:
+        """Start `vm` at `placement` (a pending VM leaves the queue). Validates everything first, unless
+        `checked`: the placement was already judged against this state by the rules of `judge/check.py`
+        (a snapshot's, by its reader). A VM that may run on several GPU classes is kept as it runs
+        there (`VmSpec.placed_on`)."""
         if vm.id in self.vms:
             raise PlacementError(f"VM {vm.id!r} is already running")
         vm = self._as_placed(vm, placement)
-        self._check_fit(vm, placement)
+        if not checked:
+            self._check_fit(vm, placement)
         self.pending.pop(vm.id, None)
         self._claim(vm, placement)
 

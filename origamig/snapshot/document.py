@@ -71,11 +71,12 @@ class Snapshot:
         return [v for v in self.vms if v not in self.placement]
 
     def datacenter(self) -> DataCenter:
-        """A fresh DataCenter holding the running VMs and the pending queue (file order)."""
+        """A fresh DataCenter holding the running VMs and the pending queue (file order). The reader
+        judged every placement (`snapshot/reader.py`), so they are not judged again here."""
         dc = DataCenter(self.pms, self.intra_pm_moves)
         for v, vm in self.vms.items():
             if v in self.placement:
-                dc.place(vm, self.placement[v])
+                dc.place(vm, self.placement[v], checked=True)
             else:
                 dc.add_pending(vm)
         return dc
