@@ -45,16 +45,19 @@ def parse_json_text(text: str, source: str, error: type[UserError] = UserError) 
 def nesting_depth(doc: Any, stop: int | None = None) -> int:
     """How deeply lists and objects nest in `doc` (a scalar: 0); counting ends beyond `stop`.
     Walks level by level, holding only the containers of the next level."""
-    level = [doc] if isinstance(doc, dict | list) else []
+    containers = (dict, list)  # a tuple: isinstance against it is faster than against `dict | list`
+    level = [doc] if isinstance(doc, containers) else []
     depth = 0
     while level:
         depth += 1
         if stop is not None and depth > stop:
             return depth
         below: list[Any] = []
+        extend = below.extend
         for node in level:
-            items = node.values() if isinstance(node, dict) else node
-            below += [child for child in items if isinstance(child, dict | list)]
+            extend(
+                [c for c in (node.values() if isinstance(node, dict) else node) if isinstance(c, containers)]
+            )
         level = below
     return depth
 

@@ -1,4 +1,5 @@
-"""The package's indented JSON writer (`snapshot/json_writer.py`) writes exactly `json.dumps(indent=n)`."""
+"""The package's indented JSON writer (`snapshot/json_writer.py`) writes exactly `json.dumps(indent=n)`;
+the nesting guard every JSON file passes (`files.nesting_depth`) counts as its definition says."""
 
 from __future__ import annotations
 
@@ -39,3 +40,21 @@ def test_subclasses_and_unknown_types_as_json_dumps() -> None:
         indented_json({"x": object()})
     with pytest.raises(TypeError):
         indented_json({(1, 2): 0})
+
+
+def _depth(doc: object) -> int:
+    """Nesting by its definition, recursively (the documents here are shallow)."""
+    if isinstance(doc, dict):
+        return 1 + max((_depth(v) for v in doc.values()), default=0)
+    if isinstance(doc, list):
+        return 1 + max((_depth(v) for v in doc), default=0)
+    return 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(doc=DOCUMENTS.map(lambda d: json.loads(json.dumps(d))), stop=st.integers(1, 6))
+def test_nesting_depth_by_its_definition(doc: object, stop: int) -> None:
+    from origamig.files import nesting_depth
+
+    assert nesting_depth(doc) == _depth(doc)
+    assert (nesting_depth(doc, stop) > stop) == (_depth(doc) > stop)
