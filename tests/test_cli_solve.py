@@ -350,3 +350,15 @@ def test_a_vm_of_eight_gis_lists_and_creates_them_in_gpu_order() -> None:
     assert outcome.plan is not None
     created = [s.to_dict()["gpu"] for s in outcome.plan.steps if s.to_dict()["op"] == "create_gi"]
     assert created == list(range(8))
+
+
+def test_every_status_has_its_documented_exit_code() -> None:
+    import re
+
+    from origamig.call.decision import Status
+    from origamig.cli.solve import exit_code
+
+    codes = {str(status): exit_code(status) for status in Status}  # a status without a code raises
+    table = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text()
+    documented = {m[1]: int(m[2]) for m in re.finditer(r"^\| `(\w+)` \|.*\| (\d) \|$", table, re.M)}
+    assert codes == documented  # docs/cli.md's table of statuses is the exit-code contract
