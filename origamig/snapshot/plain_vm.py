@@ -13,7 +13,7 @@ once per (model, names), and a GI's (model, profile, start) is judged once.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Set
+from collections.abc import Mapping, Sequence, Set
 from typing import Any
 
 from origamig.cluster.catalog import Catalog, GpuModel, Profile
@@ -34,6 +34,48 @@ def _quantity(value: Any) -> bool:
 def _index(value: Any) -> bool:
     """Whether `value` is an integer the full reader takes as an index (FieldReader.index)."""
     return type(value) is int and 0 <= value <= LARGEST
+
+
+def profile_pool(names: Sequence[str], present: Sequence[GpuModel], catalog: Catalog) -> list[GpuModel]:
+    """Where profile names without a model are looked up: the models on the PMs if one of them offers
+    one of the names, else every model of the catalog."""
+    on_pms = any(m.has_profile(n) for m in present for n in names)
+    return list(present) if on_pms else list(catalog.gpus.values())
+
+
+def profile_choices(
+    names: Sequence[str], pool: Sequence[GpuModel], broken: Set[str], hint: GpuModel | None, running: bool
+) -> tuple[tuple[Profile, ...], ...] | None:
+    """What profile names without a model mean: one tuple of profiles per GPU class whose first model
+    of `pool` offers every name (a running VM's: the class of the GPU it is on, `hint`, else the
+    first); None when a name is unknown (or of a malformed model, `broken`) or no model has them all."""
+    if not names:
+        return ((),)
+    if any(n in broken or not any(m.has_profile(n) for m in pool) for n in names):
+        return None
+    common = [m for m in pool if all(m.has_profile(n) for n in names)]
+    if not common:
+        return None
+    if running:
+        model = hint if hint is not None and hint in common else common[0]
+        return (tuple(model.profile(n) for n in names),)
+    classes: dict[str, GpuModel] = {}
+    for m in common:
+        classes.setdefault(m.gpu_class, m)
+    return tuple(tuple(m.profile(n) for n in names) for m in classes.values())
+
+
+def placed_model(raw: dict, pms: Sequence[PmSpec | None], pm_index: Mapping[str, int]) -> GpuModel | None:
+    """The model of the GPU a running VM's first GI is placed on (what its profile names mean when
+    several models offer them)."""
+    pl: Any = raw.get("placement")
+    try:
+        j = pm_index[pl["pm"]]
+        k = pl["gis"][0]["gpu"]
+        pm = pms[j]
+        return pm.gpus[k] if pm is not None and isinstance(k, int) and 0 <= k < len(pm.gpus) else None
+    except (TypeError, KeyError, IndexError):
+        return None
 
 
 class PlainVms:
@@ -75,29 +117,9 @@ class PlainVms:
         when that would be a problem."""
         key = (names, id(hint), running)
         if key not in self._choices:
-            self._choices[key] = self._resolve(names, hint, running)
+            pool = profile_pool(names, self.present, self.catalog)
+            self._choices[key] = profile_choices(names, pool, self.broken_profiles, hint, running)
         return self._choices[key]
-
-    def _resolve(
-        self, names: tuple[str, ...], hint: GpuModel | None, running: bool
-    ) -> tuple[tuple[Profile, ...], ...] | None:
-        if not names:
-            return ((),)
-        present = self.present
-        on_pms = any(m.has_profile(n) for m in present for n in names)
-        pool = present if on_pms else list(self.catalog.gpus.values())
-        if any(n in self.broken_profiles or not any(m.has_profile(n) for m in pool) for n in names):
-            return None
-        common = [m for m in pool if all(m.has_profile(n) for n in names)]
-        if not common:
-            return None
-        if running:
-            model = hint if hint is not None and hint in common else common[0]
-            return (tuple(model.profile(n) for n in names),)
-        classes: dict[str, GpuModel] = {}
-        for m in common:
-            classes.setdefault(m.gpu_class, m)
-        return tuple(tuple(m.profile(n) for n in names) for m in classes.values())
 
     def read(
         self, raw: dict, i: int, seen: dict[str, str], owners: SliceOwners
@@ -126,7 +148,9 @@ class PlainVms:
             choices = None if named is None else (named,)
         else:
             running = "placement" in raw
-            choices = self.choices(tuple(names), self._placed_model(raw) if running else None, running)
+            choices = self.choices(
+                tuple(names), placed_model(raw, self.pms, self.pm_index) if running else None, running
+            )
         if choices is None:
             return None
         gis = choices[0]
@@ -181,19 +205,6 @@ class PlainVms:
             claims.append((j, gpu, slices, f"vms[{i}].placement.gis[{n}] ({prof.name} at start {start})"))
             slots.append(GiSlot(gpu, start))
         return Placement(j, tuple(slots)), claims
-
-    def _placed_model(self, raw: dict) -> GpuModel | None:
-        """The model of the GPU a VM's first GI is placed on, if the placement names one (the full
-        reader's hint for what its profile names mean)."""
-        pl: Any = raw["placement"]
-        if type(pl) is not dict or type(pl.get("gis")) is not list or not pl["gis"]:
-            return None
-        pm_id: Any = pl.get("pm")
-        j = self.pm_index.get(pm_id) if type(pm_id) is str else None
-        first = pl["gis"][0]
-        k = first.get("gpu") if type(first) is dict else None
-        pm = None if j is None else self.pms[j]
-        return pm.gpus[k] if pm is not None and type(k) is int and 0 <= k < len(pm.gpus) else None
 
     def _gi_fits(self, pm: PmSpec, prof: Profile, gpu: int, start: int) -> bool:
         """`check.gi_problem` finds nothing, judged once per (GPU model, profile, start)."""

@@ -18,7 +18,7 @@ from origamig.cluster.records import GiSlot, Placement, PmSpec, VmSpec, Weights,
 from origamig.errors import CatalogError
 from origamig.judge.check import SliceOwners, gi_problem, over_capacity
 from origamig.snapshot.fields import MISSING, FieldReader, id_problem, kind_of, show
-from origamig.snapshot.plain_vm import PlainVms
+from origamig.snapshot.plain_vm import PlainVms, placed_model, profile_choices, profile_pool
 
 SNAPSHOT_VERSION = 1
 WEIGHT_KEYS = ("accept", "pm", "gpu", "free_start", "migration")
@@ -305,7 +305,7 @@ class _Reader(FieldReader):
         elif names is None or blind:
             choices = None
         else:
-            hint = _placed_model(raw, pms, pm_index) if "placement" in raw else None
+            hint = placed_model(raw, pms, pm_index) if "placement" in raw else None
             choices = self.resolve_gis(names, path, present, catalog, hint, running="placement" in raw)
         gis = list(choices[0]) if choices else None
         if vid is None or cpu is None or ram is None or choices is None or accept is None or delta is None:
@@ -344,28 +344,15 @@ class _Reader(FieldReader):
         """What profile names `names` mean, one tuple of profiles per GPU class the VM may run on:
         the models on the PMs (else the catalog) that offer every name, first appearance first. A
         running VM runs on one class: that of the GPU it is placed on (`hint`), else the first."""
-        if not names:
-            return [()]
-        pool = (
-            present
-            if any(m.has_profile(nm) for m in present for nm in names)
-            else list(catalog.gpus.values())
-        )
-        if not self.known_profiles(names, path, pool, present):
-            return None
-        common = [m for m in pool if all(m.has_profile(nm) for nm in names)]
-        if not common:
+        pool = profile_pool(names, present, catalog)
+        choices = profile_choices(names, pool, self.broken_profiles, hint, running)
+        if choices is not None:
+            return list(choices)
+        if self.known_profiles(names, path, pool, present):  # each name is known: no model has them all
             self.err(
                 f"{path}.gis", f"{', '.join(names)} are not profiles of one GPU model (a VM's GIs share one)"
             )
-            return None
-        classes: dict[str, GpuModel] = {}
-        for m in common:
-            classes.setdefault(m.gpu_class, m)
-        if running:
-            model = hint if hint is not None and hint in common else common[0]
-            return [tuple(model.profile(nm) for nm in names)]
-        return [tuple(m.profile(nm) for nm in names) for m in classes.values()]
+        return None
 
     def known_profiles(
         self, names: list[str], path: str, pool: list[GpuModel], present: list[GpuModel]
@@ -593,15 +580,3 @@ def _placed_pm(raw: dict) -> str | None:
     pl = raw.get("placement")
     pm = pl.get("pm") if isinstance(pl, dict) else None
     return pm if isinstance(pm, str) else None
-
-
-def _placed_model(raw: dict, pms: list[PmSpec | None], pm_index: dict[str, int]) -> GpuModel | None:
-    """The model of the GPU a running VM's first GI is placed on (used only to resolve ambiguity)."""
-    pl: Any = raw.get("placement")
-    try:
-        j = pm_index[pl["pm"]]
-        k = pl["gis"][0]["gpu"]
-        pm = pms[j]
-        return pm.gpus[k] if pm is not None and isinstance(k, int) and 0 <= k < len(pm.gpus) else None
-    except (TypeError, KeyError, IndexError):
-        return None
