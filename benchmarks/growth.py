@@ -78,7 +78,7 @@ def row_of(k: int) -> str:
     return "origamig" if k == 1 else f"origamig-k{k}"
 
 
-def config_of(scale: Scale, pms: int, policy: str, options: tuple[tuple[str, Any], ...] = ()) -> Any:
+def config_of(scale: Scale, pms: int, options: tuple[tuple[str, Any], ...] = ()) -> Any:
     return scale.config(load=LOAD, pms=pms, policy_options=options)
 
 
@@ -90,14 +90,14 @@ def cells(scale: Scale, sizes: Sequence[int], names: Sequence[str] = NAMES) -> l
         for name in names:
             k = calls_per_step(name, pms)
             if k is None:
-                config = config_of(scale, pms, name)
+                config = config_of(scale, pms)
                 out.extend(Cell(name, str(pms), name, config, seed) for seed in scale.seeds)
                 continue
             if k in ks:
                 continue
             ks.append(k)
             options = scale.origamig_options(**({"calls_per_step": k} if k > 1 else {}))
-            config = config_of(scale, pms, "origamig", options)
+            config = config_of(scale, pms, options)
             out.extend(Cell(row_of(k), str(pms), "origamig", config, seed) for seed in scale.seeds)
     return out
 

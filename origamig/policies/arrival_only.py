@@ -28,19 +28,13 @@ class ArrivalOnlyPolicy:
     name = "arrival-only"
 
     def __init__(self) -> None:
-        self._admitted = 0
-        self._rejected = 0
+        self._c: dict[str, float] = {"admitted": 0, "rejected": 0}
 
     def place(self, dc: DataCenter, vm: VmSpec, locked: frozenset[int]) -> Placement | Rejection:
         raise TypeError(f"{type(self).__name__} must define place()")
 
     def arrive(self, dc: DataCenter, vm: VmSpec, now: float, locked: frozenset[int]) -> ArrivalDecision:
-        hit = self.place(dc, vm, locked)
-        if isinstance(hit, Rejection):
-            self._rejected += 1
-            return hit
-        self._admitted += 1
-        return Placed(hit)
+        return counted(self._c, self.place(dc, vm, locked))
 
     def depart(self, dc: DataCenter, vm_id: str, now: float) -> None:
         return None
@@ -55,4 +49,4 @@ class ArrivalOnlyPolicy:
         return None
 
     def counters(self) -> dict[str, float]:
-        return {"admitted": self._admitted, "rejected": self._rejected, "migrations": 0, "bytes_moved": 0}
+        return {**self._c, "migrations": 0, "bytes_moved": 0}

@@ -36,7 +36,6 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from origamig.cluster.catalog import Profile
 from origamig.cluster.datacenter import DataCenter
@@ -48,9 +47,6 @@ from origamig.policies.arrival_only import counted
 from origamig.policies.arrival_rule import choose_pm, class_gpus, profile_on
 from origamig.policies.base import ArrivalDecision, Rejection, Work, register
 from origamig.policies.moves import count_moves, moves_work, plan_moves
-
-if TYPE_CHECKING:
-    pass
 
 DEFAULT_PERIOD_S = 900.0  # the descheduler's period: TC's, so that the two move VMs as often
 DEFAULT_RATIO = 0.02  # at most this share of the running VMs is descheduled per period

@@ -20,7 +20,6 @@ vacated) or "literal" (one free GPU, ≥ 2 vacated).
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import VmSpec
@@ -31,9 +30,6 @@ from origamig.policies.base import ArrivalDecision, Work, register
 from origamig.policies.moves import count_moves, moves_work, plan_moves
 from origamig.policies.tc.compaction import TcRule, compact
 from origamig.policies.tc.rule import tc_fit_on_pm
-
-if TYPE_CHECKING:
-    pass
 
 DEFAULT_PERIOD_S = 900.0  # paper §6.3: each class every 15 min
 
