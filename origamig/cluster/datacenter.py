@@ -61,10 +61,12 @@ class _Pm:
 
 
 MEMO_PER_PM = 64  # answers kept per PM state (`DataCenter.remembered`); more clear the memo
+JOURNAL_KEPT = 1 << 16  # entries of a state's journal before it starts a new one (`DataCenter.journal`)
 
 
 PICKLE_PIECE = 256  # PMs or VMs per piece of a pickled DataCenter
 _PIECEWISE = ("pms", "_pm", "index", "vms", "placement", "pending")
+_LOCAL = ("_owned", "_journal")  # not pickled: what a state read back starts afresh
 
 
 class DataCenter:
@@ -88,6 +90,7 @@ class DataCenter:
             for p in self.pms
         ]
         self._owned: set[int] | None = None  # PMs whose records this state alone holds (None: all)
+        self._journal: list[int] = []  # the PMs changed, in order (`journal`)
         self.index: dict[str, int] = {p.id: j for j, p in enumerate(self.pms)}
         if len(self.index) != len(self.pms):
             raise PlacementError("duplicate PM ids")
@@ -134,6 +137,13 @@ class DataCenter:
             memo.clear()
         memo[key] = value
         return value
+
+    def journal(self) -> list[int]:
+        """The PMs this state changed, in the order it changed them (repeats included), since the list
+        began. An index over PMs keeps the list and how far it read: entries past that are the PMs to
+        look at again. The list is this state's alone (a copy starts its own) and is started over after
+        `JOURNAL_KEPT` entries, so a reader holding a list other than this one reads every PM again."""
+        return self._journal
 
     def free_memory_slices(self, j: int) -> int:
         """Free memory slices over all GPUs of PM j (an O(1) read)."""
@@ -304,6 +314,7 @@ class DataCenter:
         new._pm = list(self._pm)
         self._owned = set()  # from now on both states copy a PM before they change it
         new._owned = set()
+        new._journal = []
         new.vms = dict(self.vms)
         new.placement = dict(self.placement)
         new.pending = dict(self.pending)
@@ -332,7 +343,7 @@ class DataCenter:
         state read back is the same, orders included."""
         buf = io.BytesIO()
         pickler = pickle.Pickler(buf, pickle.HIGHEST_PROTOCOL)
-        pickler.dump({k: v for k, v in self.__dict__.items() if k not in _PIECEWISE and k != "_owned"})
+        pickler.dump({k: v for k, v in self.__dict__.items() if k not in _PIECEWISE and k not in _LOCAL})
         layout = []
         for name in _PIECEWISE:
             items = getattr(self, name)
@@ -349,6 +360,7 @@ class DataCenter:
         unpickler = pickle.Unpickler(io.BytesIO(data))
         self.__dict__.update(unpickler.load())
         self._owned = None  # the records read back belong to this state alone
+        self._journal = []
         for name, mapping, pieces in layout:
             seq = [x for _ in range(pieces) for x in unpickler.load()]
             setattr(self, name, dict(seq) if mapping else tuple(seq) if name == "pms" else seq)
@@ -357,6 +369,9 @@ class DataCenter:
     def _writable(self, j: int) -> _Pm:
         """PM j's record, to be changed: first copied when another state may share it (see `copy`),
         and without the answers remembered for its state as it was (`remembered`)."""
+        if len(self._journal) >= JOURNAL_KEPT:
+            self._journal = []
+        self._journal.append(j)
         pm = self._pm[j]
         if self._owned is None or j in self._owned:
             pm.memo = {}

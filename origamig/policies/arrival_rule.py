@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from origamig.cluster.catalog import GpuModel, Profile
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import MILLI, GiSlot, Placement, PmSpec, VmSpec
 from origamig.memo import remember
+from origamig.policies import arrival_index
 from origamig.policies.base import Rejection
 
 PmFit = Callable[[DataCenter, int, VmSpec, tuple[int, ...]], "tuple[Any, Placement] | None"]
@@ -141,26 +142,60 @@ def shape_token(gis: tuple[Profile, ...]) -> int:
 
 def choose_pm(dc: DataCenter, vm: VmSpec, locked: frozenset[int], fit: PmFit) -> Placement | Rejection:
     """The candidate PM with the smallest `(key, pm)` among those where `fit` places the VM (each
-    class it may run on tried; on equal keys the first class in its order wins).
+    class it may run on tried; on equal keys and PM the first class in its order wins).
 
-    A VM without GIs takes `first_fit` (every PM scores alike; the lowest wins).
+    A VM without GIs takes `first_fit` (every PM scores alike; the lowest wins). A class of at least
+    `INDEX_MIN_PMS` PMs is read from an index kept up to date by the state's journal
+    (`arrival_index.py`), a smaller one scanned; both find the same PM.
     """
     if not vm.gis:
         return first_fit(dc, vm, locked)
-    best: tuple[Any, int, Placement] | None = None
-    # per class the VM may run on (each variant is the VM as one class knows it): memo key, GI order
-    asks: dict[str, tuple[Hashable, tuple[int, ...]]] = {}
-    for j in candidate_pms(dc, vm, locked):
-        for variant in variants_on(dc, j, vm):
-            if variant.gpu_class not in asks:
-                order = gi_order(variant)
-                asks[variant.gpu_class] = ((fit, shape_token(variant.gis), order), order)
-            key, order = asks[variant.gpu_class]
+    best: tuple[Any, int, int, Placement] | None = None
+    for rank, variant in enumerate(vm.variants() if vm.alternatives else (vm,)):
+        order = gi_order(variant)
+        # a fit may read the VM's cores and memory (FGD's does), so they are part of the question
+        memo_key = (fit, shape_token(variant.gis), order, vm.cpu_m, vm.ram_mb)
+
+        def score(
+            j: int, variant: VmSpec = variant, order: tuple[int, ...] = order, memo_key: Any = memo_key
+        ) -> Any:
             # `fit` reads PM j's GPUs only: its answer holds until the PM changes (`remembered`).
-            hit = dc.remembered(j, key, functools.partial(fit, dc, j, variant, order))
-            if hit is not None and (best is None or hit[0] < best[0]):  # ascending j: ties keep the lowest
-                best = (hit[0], j, hit[1])
-    return best[2] if best is not None else no_fit(dc, vm, locked)
+            return dc.remembered(j, memo_key, functools.partial(fit, dc, j, variant, order))
+
+        pms = dc.class_pms.get(variant.gpu_class, [])
+        if len(pms) >= arrival_index.INDEX_MIN_PMS:
+            hit = arrival_index.indexed_best(dc, variant.gpu_class, memo_key, vm, locked, score)
+        else:
+            hit = _scan_best(dc, pms, vm, locked, score)
+        if hit is not None and (best is None or (hit[0], hit[1]) < (best[0], best[1])):
+            best = (hit[0], hit[1], rank, hit[2])
+    return best[3] if best is not None else no_fit(dc, vm, locked)
+
+
+def _scorer(
+    dc: DataCenter, fit: PmFit, vm: VmSpec, order: tuple[int, ...], memo_key: Any
+) -> arrival_index.Score:
+    """PM j → `fit`'s answer for `vm` there; `fit` reads PM j's GPUs only, so its answer holds until
+    the PM changes and is remembered with the PM (`DataCenter.remembered`)."""
+
+    def score(j: int) -> tuple[Any, Placement] | None:
+        return dc.remembered(j, memo_key, functools.partial(fit, dc, j, vm, order))
+
+    return score
+
+
+def _scan_best(
+    dc: DataCenter, pms: Sequence[int], vm: VmSpec, locked: frozenset[int], score: arrival_index.Score
+) -> arrival_index.Best | None:
+    """The smallest `(key, pm)` over `pms` not locked, with the VM's CPU and RAM, where `score` places it."""
+    best: arrival_index.Best | None = None
+    for j in pms:
+        if j in locked or not dc.fits_resources(vm, j):
+            continue
+        hit = score(j)
+        if hit is not None and (best is None or hit[0] < best[0]):  # ascending j: ties keep the lowest
+            best = (hit[0], j, hit[1])
+    return best
 
 
 def no_fit(dc: DataCenter, vm: VmSpec, locked: frozenset[int]) -> Rejection:
@@ -176,7 +211,7 @@ def no_fit(dc: DataCenter, vm: VmSpec, locked: frozenset[int]) -> Rejection:
     pms = list(pms_of(dc, vm))
     if not pms:
         return Rejection(f"no PM has a GPU of class {h}", needed, {})
-    unlocked = [j for j in pms if j not in locked]
+    unlocked = [] if len(locked) >= len(dc.pms) else [j for j in pms if j not in locked]  # all held: no walk
     free: dict[str, Any] = {
         "pms_of_class": len(pms),
         "unlocked": len(unlocked),
