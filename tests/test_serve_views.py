@@ -23,6 +23,7 @@ from origamig.judge.replay import ReplayResult, replay_plan
 from origamig.policies.base import make_policy
 from origamig.serve.fit import ARRIVAL_FITS, fit_on_pm
 from origamig.serve.live import Live
+from origamig.serve.optimizer import Optimizer
 from origamig.serve.plans import LivePlan, placement_after, plan_vms, replay_on_live
 from origamig.serve.store import Store
 from origamig.serve.verdicts import VerdictCache
@@ -131,3 +132,27 @@ def test_the_replay_on_the_plans_servers_equals_the_replay_on_all(
         assert {v: p for v, p in mine.final_placement.items() if v in named} == {
             v: p for v, p in every.final_placement.items() if v in named
         }
+
+
+def test_the_encoded_snapshot_follows_plans_step_by_step(tmp_path: Path) -> None:
+    """Moves acknowledged one by one, a failed step undone, arrivals between them: after each, the
+    encoded snapshot is the writer's document."""
+    seed = load_snapshot(EXAMPLES / "fragmented-a100.json")  # its pending VM needs moves to be admitted
+    policy = make_policy("origamig", deterministic=True, work_limit=100000)
+    for outcome in ("done", "failed"):
+        live = Live(Store.create(tmp_path / f"{outcome}.db", seed.document), policy)
+        assert json.loads(live.snapshot_json()) == reference(live)  # rendered once before the moves
+        opt = Optimizer(live)
+        try:
+            opt.check(20.0)
+        finally:
+            opt.stop()
+        (plan,) = live.running_plans()
+        assert len(plan.steps) >= 2
+        for n in range(len(plan.steps)):
+            live.arrive({"id": f"a{n}", "cpu": 1, "ram_gb": 1, "gis": []})
+            result = outcome if n == len(plan.steps) - 1 else "done"
+            live.acknowledge(plan.id, n, result)
+            assert json.loads(live.snapshot_json()) == reference(live)
+        assert live.plan(plan.id).status == ("done" if outcome == "done" else "failed")
+        live.store.close()

@@ -190,8 +190,10 @@ def build_app(
             raise HttpError(404, f"plan: {raw[:40]!r} is not a plan id")
         return number
 
+    every_pm_id = [pm.id for pm in live.dc.pms]  # the PMs never change while the service runs
+
     def pm_ids() -> list[str]:
-        return [pm.id for pm in live.dc.pms]
+        return every_pm_id
 
     def every_plan() -> dict[str, Any]:
         with live.lock:

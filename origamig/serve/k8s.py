@@ -15,7 +15,7 @@ from typing import Any
 
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import VmSpec
-from origamig.policies.arrival_rule import pms_of
+from origamig.policies.arrival_rule import class_gpus
 from origamig.serve.fit import PmFit, arrival_fit, fit_on_pm
 from origamig.serve.live import Live
 from origamig.serve.requests import RequestError, pod_entry, read_vm_entry
@@ -65,23 +65,29 @@ def _verdicts(live: Live, vm: VmSpec, names: list[str]) -> dict[str, tuple[Any, 
     with live.lock:
         dc = live.dc
         locked = live.locked
-        hosts = set(pms_of(dc, vm))
+        classes = vm.gpu_classes
+        asked: dict[int, int] = {}  # PM → its version, for the nodes judged by the rule
         for name in names:
             j = dc.index.get(name)
             if j is None:
                 out[name] = (None, "not a PM of the origamig snapshot")
             elif j in locked:
                 out[name] = (None, "held by a running migration plan")
-            elif j not in hosts:
+            elif not any(class_gpus(dc, j, h) for h in classes):
                 models = " or ".join(dict.fromkeys(c[0].gpu_model for c in vm.gi_choices))
                 out[name] = (None, f"no {models} GPU")
             else:
-                version = live.pm_version[j]
-                verdict = cache.get(shape, j, version)
-                if verdict is None:
-                    verdict = _verdict(dc, j, vm, fit)
-                    cache.put(shape, j, version, verdict)
-                out[name] = verdict
+                asked[j] = live.pm_version[j]
+        kept = cache.get_many(shape, asked)
+        for name in names:
+            if name in out:
+                continue
+            j = dc.index[name]
+            verdict = kept.get(j)
+            if verdict is None:
+                verdict = kept[j] = _verdict(dc, j, vm, fit)
+                cache.put(shape, j, asked[j], verdict)
+            out[name] = verdict
     return out
 
 

@@ -110,12 +110,11 @@ class Live:
             snap = parse_snapshot(_switched_on(document))
         except SnapshotError as exc:
             raise StoreError([f"--state: {store.path}: {line}" for line in exc.problems]) from None
-        self.entries: dict[str, dict[str, Any]] = {
-            vm["id"]: {k: v for k, v in vm.items() if k != "placement"} for vm in document["vms"]
-        }
         self.seed = dataclasses.replace(snap, document={k: v for k, v in document.items() if k != "vms"})
         self.dc: DataCenter = snap.datacenter()
-        self.view = SnapshotView(self.seed.document, self.dc.pms)  # `GET /v1/snapshot`, kept encoded
+        # Every VM entry (arrival order), and `GET /v1/snapshot` kept encoded.
+        entries = ({k: v for k, v in vm.items() if k != "placement"} for vm in document["vms"])
+        self.view = SnapshotView(self.seed.document, self.dc.pms, entries)
         self.probe = probe_document(document)
         self.most_gis = most_gis(self.dc.pms)  # a request for more GIs is refused at once
         self.lock = threading.RLock()  # the in-memory state: held briefly, by readers too
@@ -207,13 +206,13 @@ class Live:
                     if isinstance(decision, Placed)
                     else None
                 )
-                self.entries[vm.id] = entry
+                self.view.add(entry)
             try:  # outside the state lock: readers go on while the change is made durable
                 with self.store.transaction() as db:
                     self.store.add_vm(db, entry, where)
             except BaseException:
                 with self.lock:
-                    del self.entries[vm.id]
+                    self.view.remove(vm.id)
                     if vm.id in dc.vms:
                         self.touched(dc.remove(vm.id).pm)
                     else:
@@ -280,7 +279,7 @@ class Live:
             with self.store.transaction() as db:
                 self.store.remove_vm(db, vm_id)
             with self.lock:
-                del self.entries[vm_id]
+                self.view.remove(vm_id)
                 if vm_id in dc.pending:
                     dc.drop_pending(vm_id)
                 else:
@@ -478,7 +477,7 @@ class Live:
             for v in vms:
                 self.store.reject_vm(db, v, why[v])
         for v in vms:
-            del self.entries[v]
+            self.view.remove(v)
             self.rejected[v] = why[v]
 
     def _finished(self, plan: LivePlan, applied: bool) -> None:
@@ -524,12 +523,14 @@ class Live:
             }
 
     def snapshot_json(self) -> bytes:
-        """The live cluster as a snapshot document (docs/formats.md#snapshot), JSON-encoded; only the
-        copy of the VM list is made under the lock."""
+        """The live cluster as a snapshot document (docs/formats.md#snapshot), JSON-encoded."""
         with self.lock:
-            entries = list(self.entries.values())  # each entry is stored once and never changed
-            placement = dict(self.dc.placement)
-        return self.view.render(entries, placement)
+            return self.view.render(self.dc)
+
+    @property
+    def entries(self) -> Mapping[str, Mapping[str, Any]]:
+        """Every VM entry the service holds, in arrival order (read only: change it through `view`)."""
+        return self.view.entries
 
 
 def _switched_on(document: Mapping[str, Any]) -> dict[str, Any]:

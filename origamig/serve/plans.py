@@ -148,7 +148,7 @@ def replay_on_live(dc: DataCenter, plan: LivePlan, upto: int) -> ReplayResult:
         if v in dc.vms:
             placement[v] = replace(pl, pm=local[pl.pm])
     vms = {v: dc.vms[v] for v in placement}
-    pending = {v: spec for v, spec in {**dc.pending, **dc.vms}.items() if v in plan.admitted}
+    pending = {v: dc.pending.get(v) or dc.vms[v] for v in plan.admitted if v in dc.pending or v in dc.vms}
     pms = [dc.pms[j] for j in order]
     result = replay_plan(pms, vms, placement, pending, plan.steps[:upto], intra_pm_moves=dc.intra_pm_moves)
     final = {v: replace(pl, pm=order[pl.pm]) for v, pl in result.final_placement.items()}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 MAX_VERDICTS = 100_000  # about 20 MB
@@ -41,6 +41,20 @@ class VerdictCache:
             self._shapes.move_to_end(shape)
             hit = per_pm.get(pm)
         return hit[1] if hit is not None and hit[0] == version else None
+
+    def get_many(self, shape: Hashable, versions: Mapping[int, int]) -> dict[int, Any]:
+        """`get` for each PM of `versions` (PM → its version) at once; PMs without a verdict left out."""
+        with self._lock:
+            per_pm = self._shapes.get(shape)
+            if per_pm is None:
+                return {}
+            self._shapes.move_to_end(shape)
+            out = {}
+            for pm, version in versions.items():
+                hit = per_pm.get(pm)
+                if hit is not None and hit[0] == version:
+                    out[pm] = hit[1]
+            return out
 
     def put(self, shape: Hashable, pm: int, version: int, verdict: Any) -> None:
         with self._lock:
