@@ -5,6 +5,7 @@ The constraints are judged by `origamig.judge.check`."""
 from __future__ import annotations
 
 import math
+import pickle
 from typing import Any
 
 import pytest
@@ -213,3 +214,50 @@ def test_gamma_by_hand() -> None:
     dc.move("b", at(0, (0, 1)))  # consolidate onto GPU 0 of p0: 2 active GPUs → Γ = 1
     assert dc.gamma("100") == 1
     assert_consistent(dc)
+
+
+def exact(dc: DataCenter) -> tuple[Any, ...]:
+    """`state`, and the order of the running VMs (a state sent elsewhere keeps it)."""
+    return (*state(dc), list(dc.vms.items()), list(dc.placement.items()), list(dc.pending.items()))
+
+
+@settings(max_examples=80, deadline=None)
+@given(datacenters(max_pms=4, max_vms=8, pending=True), st.data())
+def test_changes_on_the_journaled_pms_bring_a_copy_sent_elsewhere_up_to_date(
+    dc: DataCenter, data: st.DataObject
+) -> None:
+    """A copy pickled to elsewhere (the service's optimizer worker), then brought up to date again and
+    again by the changes on the PMs the journal names since: the same state, orders included; a
+    scratch copy of it changed afterwards (the worker's check) leaves it as it was."""
+    remote = pickle.loads(pickle.dumps(dc.copy()))
+    read = len(dc.journal())
+    for round_ in range(data.draw(st.integers(1, 4))):
+        for step in range(data.draw(st.integers(0, 6))):
+            op = data.draw(st.sampled_from(["place", "remove", "move", "reorder", "queue", "unqueue"]))
+            running = sorted(dc.vms)
+            if op == "remove" and running:
+                dc.remove(data.draw(st.sampled_from(running)))
+            elif op == "move" and running:
+                vm_id = data.draw(st.sampled_from(running))
+                placement = data.draw(random_placements(dc, dc.vms[vm_id]))
+                attempt(dc, lambda v=vm_id, p=placement: dc.move(v, p))
+            elif op == "reorder" and running:
+                dc.reorder_as_applied([data.draw(st.sampled_from(running))], [])
+            elif op == "queue":
+                dc.add_pending(data.draw(vm_specs(vm_id=f"q{round_}.{step}")))
+            elif op == "unqueue" and dc.pending:
+                dc.drop_pending(data.draw(st.sampled_from(sorted(dc.pending))))
+            else:
+                spec = data.draw(vm_specs(vm_id=f"new{round_}.{step}"))
+                placement = data.draw(random_placements(dc, spec))
+                attempt(dc, lambda s=spec, p=placement: dc.place(s, p))
+        changes = dc.copy().changes_on(dc.journal()[read:])
+        read = len(dc.journal())
+        remote.apply_changes(pickle.loads(pickle.dumps(changes)))
+        assert exact(remote) == exact(dc)
+        assert_consistent(remote)
+        sent = exact(remote)
+        scratch = remote.copy()
+        for vm_id in sorted(scratch.vms)[:2]:
+            scratch.remove(vm_id)
+        assert exact(remote) == sent

@@ -14,7 +14,7 @@ from __future__ import annotations
 import io
 import math
 import pickle
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -67,6 +67,22 @@ JOURNAL_KEPT = 1 << 16  # entries of a state's journal before it starts a new on
 PICKLE_PIECE = 256  # PMs or VMs per piece of a pickled DataCenter
 _PIECEWISE = ("pms", "_pm", "index", "vms", "placement", "pending")
 _LOCAL = ("_owned", "_journal")  # not pickled: what a state read back starts afresh
+
+
+@dataclass(frozen=True)
+class StateChanges:
+    """What a state changed on some PMs, to bring a copy of it made before the changes up to date
+    (`DataCenter.changes_on`, `DataCenter.apply_changes`): those PMs' records, the running VMs on
+    them, the order of every running VM, the pending queue and every counter. Its cost follows the
+    PMs named, but for the running VMs' ids (their order)."""
+
+    records: dict[int, _Pm]
+    vms: dict[str, VmSpec]
+    placement: dict[str, Placement]
+    vm_order: tuple[str, ...]
+    placement_order: tuple[str, ...] | None  # None: the order of `vm_order`
+    pending: dict[str, VmSpec]
+    counters: dict[str, Any]
 
 
 class DataCenter:
@@ -334,6 +350,39 @@ class DataCenter:
             out.remove(v)
         out.apply_placement(self.changes_to(placement))
         return out
+
+    # --- changes, to send a state to where a copy of it is ------------------------------------
+    def changes_on(self, pms: Iterable[int]) -> StateChanges:
+        """This state's PMs `pms` (every PM it changed since some copy was made: its `journal` from
+        that point) and what goes with them, for `apply_changes` on that copy."""
+        records = {j: self._pm[j] for j in dict.fromkeys(pms)}
+        vms = {v: self.vms[v] for rec in records.values() for v in rec.vms}
+        vm_order = tuple(self.vms)
+        placement_order = tuple(self.placement)
+        return StateChanges(
+            records=records,
+            vms=vms,
+            placement={v: self.placement[v] for v in vms},
+            vm_order=vm_order,
+            placement_order=None if placement_order == vm_order else placement_order,
+            pending=dict(self.pending),
+            counters={k: v for k, v in self.__dict__.items() if k not in _PIECEWISE and k not in _LOCAL},
+        )
+
+    def apply_changes(self, changes: StateChanges) -> None:
+        """Become the state `changes` were taken from, this being a copy of it from before them (a
+        `KeyError` when it is not: a VM the changes keep is unknown here)."""
+        vms, placement = self.vms, self.placement
+        self.vms = {v: changes.vms[v] if v in changes.vms else vms[v] for v in changes.vm_order}
+        order = changes.placement_order if changes.placement_order is not None else changes.vm_order
+        self.placement = {v: changes.placement[v] if v in changes.placement else placement[v] for v in order}
+        self.pending = dict(changes.pending)
+        self.__dict__.update(changes.counters)
+        self._pm = list(self._pm)  # copies made of this state keep their own list
+        for j, record in changes.records.items():
+            self._pm[j] = record
+        self._owned = set()  # the records may be shared with copies: copy before any change
+        self._journal = []
 
     # --- pickling ----------------------------------------------------------------------------
     def __getstate__(self) -> tuple[bytes, tuple[tuple[str, bool, int], ...]]:

@@ -1,8 +1,9 @@
 """The background optimizer: the policy's periodic work on the live state, in a worker process.
 
-At each time the policy asks for (`next_check`), when no call is running, the policy and a copy of
-the state are sent to a worker process, which asks the policy for work while it returns some
-(`runtime.collect_calls`: Algorithm 1's triggers, the neighborhood, the restricted BILP, the executor;
+At each time the policy asks for (`next_check`), when no call is running, the policy and the state
+are sent to a worker process — the whole state once, then what changed since the worker's last
+check (`DataCenter.changes_on`: the PMs the live state's journal names) — which asks the policy for
+work while it returns some (`runtime.collect_calls`: Algorithm 1's triggers, the neighborhood, the restricted BILP, the executor;
 with `calls_per_step` > 1 several calls on disjoint PMs) and sends back the policy and its calls. The
 API keeps answering meanwhile; the arrivals and departures it saw are told to the returned policy
 (`Live.adopt`), and each applied call becomes a plan the VM platform runs step by step. As in the
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
+import itertools
 import math
 import multiprocessing
 import os
@@ -26,6 +29,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
+from origamig.cluster.datacenter import DataCenter, StateChanges
 from origamig.policies.base import Work
 from origamig.policies.runtime import collect_calls
 from origamig.serve.live import Live
@@ -61,15 +65,49 @@ def _start_worker(parent: int, selected: Any) -> None:
     _exit_with(parent)
 
 
+# In the worker: the state of its last check, as the service sent it, and the number the service
+# gave it; the next check may come as the changes since (`DataCenter.changes_on`).
+_BASE: tuple[int, DataCenter] | None = None
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    """One check, as the service sends it: the pickled policy, the state — whole, or the changes since
+    the worker's state numbered `base` — the number of the state it makes, the time and the PMs held."""
+
+    policy: bytes
+    state: DataCenter | StateChanges
+    base: int | None
+    number: int
+    now: float
+    locked: frozenset[int]
+
+
 def run_check(payload: bytes) -> bytes:
-    """In the worker: one check of the pickled (policy, state, now, locked) — the policy asked for
-    work while it returns some (`runtime.collect_calls`), each call's PMs told to the service as
-    soon as they are chosen; the policy and its calls."""
-    raw_policy, dc, now, locked = pickle.loads(payload)
-    policy = pickle.loads(raw_policy)
+    """In the worker: one check of a pickled `CheckRequest` — the policy asked for work while it
+    returns some (`runtime.collect_calls`), each call's PMs told to the service as soon as they are
+    chosen; the policy and its calls. `None` when the request holds changes to a state the worker does
+    not have (a new worker): the service then sends the whole state."""
+    global _BASE
+    paused = gc.isenabled()
+    gc.disable()  # a whole state is many objects: no collector passes over them while they are read
+    try:
+        request: CheckRequest = pickle.loads(payload)
+        state = request.state
+        if isinstance(state, StateChanges):
+            if _BASE is None or _BASE[0] != request.base:
+                return pickle.dumps(None)
+            _BASE[1].apply_changes(state)
+            state = _BASE[1]
+        policy = pickle.loads(request.policy)
+    finally:
+        if paused:
+            gc.enable()
+    _BASE = (request.number, state)
+    dc = state.copy()  # the check changes its copy; the state stays as sent, for the next changes
     if hasattr(policy, "on_select") and _SELECTED is not None:
         policy.on_select = _SELECTED.put
-    works = collect_calls(policy, dc, now, locked)
+    works = collect_calls(policy, dc, request.now, request.locked)
     if hasattr(policy, "on_select"):
         policy.on_select = None
     return pickle.dumps((policy, works), protocol=pickle.HIGHEST_PROTOCOL)
@@ -109,10 +147,15 @@ class Optimizer:
         self.looping = False  # the loop was started (not with --optimizer off, nor in a replay)
         self.resting = IDLE  # its state between checks
         self._last_logged = ("", 0.0)
+        # The state the worker holds (the live journal, how far it was read, the state's number): the
+        # next check sends the changes since; None: send the whole state.
+        self._sent: tuple[list[int], int, int] | None = None
+        self._numbers = itertools.count(1)
 
     def _new_worker(self) -> ProcessPoolExecutor:
         """A fresh worker process (and queue: a killed worker may have left the old one locked)."""
         old = self.pool
+        self._sent = None  # a new worker holds no state
         if old is not None:
             _kill_workers(old)
             old.shutdown(wait=False, cancel_futures=True)
@@ -197,16 +240,30 @@ class Optimizer:
                 return []
             policy = pickle.dumps(live.policy)  # small; the state's copy is pickled outside the lock
             dc, locked = live.dc.copy(), live.locked
+            journal = live.dc.journal()
+            read = len(journal)
+            sent = self._sent
+            changed = journal[sent[1] :] if sent is not None and sent[0] is journal else None
             live.recording = []
-        payload = pickle.dumps((policy, dc, now, locked))
+        number = next(self._numbers)
+
+        def request(whole: bool) -> bytes:
+            if whole or changed is None or sent is None:
+                return pickle.dumps(CheckRequest(policy, dc, None, number, now, locked))
+            return pickle.dumps(CheckRequest(policy, dc.changes_on(changed), sent[2], number, now, locked))
+
         self.status.state, self.status.solving_since_s = SOLVING, time.time()
         try:
             try:
-                result = self._solve(payload)
+                result = self._solve(request(whole=False))
             except BrokenProcessPool:
                 self._replace("the optimizer's worker died")
-                result = self._solve(payload)
-            policy, works = pickle.loads(result)
+                result = self._solve(request(whole=True))
+            answer = pickle.loads(result)
+            if answer is None:  # the worker has not the state the changes apply to
+                answer = pickle.loads(self._solve(request(whole=True)))
+            policy, works = answer
+            self._sent = (journal, read, number)
         except BaseException as exc:
             with live.lock:
                 live.recording = None
