@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -157,26 +157,38 @@ def select_admission(
     classes: set[str] = set()
     candidates_by_class = {h: [j for j in pms if j not in locked] for h, pms in dc.class_pms.items()}
     all_pms = [j for j in range(len(dc.pms)) if j not in locked]
+    # The active candidates, fewest VMs first: a VM's PMs that fit are read from it lazily, as long as
+    # the neighborhood takes them (most VMs look at a few dozen PMs, not every PM).
+    active = sorted((j for j in all_pms if dc.is_active(j)), key=lambda j: (dc.vm_count(j), j))
+    class_sets = {h: set(pms) for h, pms in candidates_by_class.items()}
     for n, vm_id in enumerate(queue):
         vm = dc.pending[vm_id]
-        pool = _pool(candidates_by_class, vm) if vm.gis else all_pms
-        fit = [j for j in pool if dc.is_active(j) and fits_counts(dc, vm, j)]
-        fit.sort(key=lambda j: (dc.vm_count(j), j))
-        if not fit:
-            fit = [j for j in pool if fits_counts(dc, vm, j, empty=True)]
-            fit.sort(key=lambda j: (not dc.is_active(j), -_free_memory_slices(dc, j), j))
-            if not fit:
+        classes_of_vm = [class_sets.get(h, set()) for h in vm.gpu_classes] if vm.gis else None
+        fit: Iterator[int] = (
+            j
+            for j in active
+            if (classes_of_vm is None or any(j in c for c in classes_of_vm)) and fits_counts(dc, vm, j)
+        )
+        first = next(fit, None)
+        by_load = first is not None  # `fit` ascends by VM count
+        if first is None:
+            pool = _pool(candidates_by_class, vm) if vm.gis else all_pms
+            spares = [j for j in pool if fits_counts(dc, vm, j, empty=True)]
+            spares.sort(key=lambda j: (not dc.is_active(j), -_free_memory_slices(dc, j), j))
+            if not spares:
                 rejected.append(vm_id)
                 continue
+            first, fit = spares[0], iter(spares[1:])
         # The first PM of the oldest pending VM is always taken, whatever N_max says.
         force = not pending and n == len(rejected)
-        if b.take_pending(fit[0], force):
+        if b.take_pending(first, force):
             pending.append(vm_id)
             classes.update(vm.gpu_classes)
-        for j in fit[1:]:
+        for j in fit:
             if b.full:
                 break
-            b.add(j)
+            if not b.add(j) and by_load:
+                break  # N_max refused j's VMs: it refuses every PM after it, which hosts as many or more
         if b.full:
             break
     if not pending:
