@@ -69,6 +69,7 @@ def check_placement(
     ram = [0] * len(pms)
     owners = SliceOwners()
     counted_pm: set[tuple[str, int]] = set()
+    rules: dict[tuple[int, int, int], tuple[str, str] | None] = {}  # gi_problem per (model, profile, start)
     entries = [(v, pl) for v, pl in placement.items()]
     for v, extra in (holding or {}).items():
         entries.extend((v, pl) for pl in extra)
@@ -93,7 +94,8 @@ def check_placement(
             out.append(Violation("slots", where, f"{len(gis)} GIs but {len(pl.gis)} slots"))
             continue
         for n, (prof, slot) in enumerate(zip(gis, pl.gis, strict=True)):
-            out.extend(_check_gi(pm, pl.pm, prof, slot, f"{where} gi {n}", f"{token}:{n}", owners))
+            found = _check_gi(pm, pl.pm, prof, slot, (token, n), owners, rules)
+            out.extend(Violation(kind, f"{where} gi {n}", message) for kind, message in found)
     for j, pm in enumerate(pms):
         over = over_capacity(pm, cpu[j], ram[j])
         if "cpu" in over:
@@ -108,19 +110,31 @@ def check_placement(
 
 
 def _check_gi(
-    pm: _PmLike, j: int, prof: Any, slot: Any, where: str, token: str, owners: SliceOwners
-) -> list[Violation]:
-    """Class, start and overlap of one GI; `token` identifies this GI instance (old and new differ)."""
-    problem = gi_problem(pm, prof, slot)
+    pm: _PmLike,
+    j: int,
+    prof: Any,
+    slot: Any,
+    holder: Any,
+    owners: SliceOwners,
+    rules: dict[tuple[int, int, int], tuple[str, str] | None],
+) -> list[tuple[str, str]]:
+    """Class, start and overlap of one GI, as (kind, message) pairs; `holder` identifies this GI
+    instance (old and new differ). `rules` keeps `gi_problem`'s answers for a GPU that exists: they
+    depend on the GPU's model, the profile and the start only (the objects stay alive meanwhile)."""
+    if 0 <= slot.gpu < len(pm.gpus):
+        key = (id(pm.gpus[slot.gpu]), id(prof), slot.start)
+        problem = rules[key] if key in rules else rules.setdefault(key, gi_problem(pm, prof, slot))
+    else:
+        problem = gi_problem(pm, prof, slot)
     if problem is not None:
-        return [Violation(problem[0], where, problem[1])]
+        return [problem]
     size = pm.gpus[slot.gpu].memory_slices
     end = slot.start + prof.memory_slices
     out = [
-        Violation("overlap", where, f"slice {u} of GPU {slot.gpu} on PM {pm.id} is used twice")
-        for u, _ in owners.claim(j, slot.gpu, range(slot.start, min(end, size)), token)
+        ("overlap", f"slice {u} of GPU {slot.gpu} on PM {pm.id} is used twice")
+        for u, _ in owners.claim(j, slot.gpu, range(slot.start, min(end, size)), holder)
     ]
-    out += [Violation("start", where, f"slice {u} beyond the GPU's {size}") for u in range(size, end)]
+    out += [("start", f"slice {u} beyond the GPU's {size}") for u in range(size, end)]
     return out
 
 
