@@ -3,11 +3,11 @@
 At each time the policy asks for (`next_check`), when no call is running, the policy and the state
 are sent to a worker process — the whole state once, then what changed since the worker's last
 check (`DataCenter.changes_on`: the PMs the live state's journal names) — which asks the policy for
-work while it returns some (`runtime.collect_calls`: Algorithm 1's triggers, the neighborhood, the restricted BILP, the executor;
-with `calls_per_step` > 1 several calls on disjoint PMs) and sends back the policy and its calls. The
-API keeps answering meanwhile; the arrivals and departures it saw are told to the returned policy
-(`Live.adopt`), and each applied call becomes a plan the VM platform runs step by step. As in the
-simulator, no check is made while a call runs.
+work while it returns some (`runtime.collect_calls`: Algorithm 1's triggers, the neighborhood, the
+restricted BILP, the executor; with `calls_per_step` > 1 several calls on disjoint PMs) and sends
+back the policy and its calls. The API keeps answering meanwhile; the arrivals and departures it saw
+are told to the returned policy (`Live.adopt`), and each applied call becomes a plan the VM platform
+runs step by step. As in the simulator, no check is made while a call runs.
 """
 
 from __future__ import annotations
