@@ -19,34 +19,30 @@ from origamig.judge.objective import evaluate_dc
 from origamig.plan.render import text_table
 from origamig.snapshot.document import Snapshot, load_snapshot
 
+_CLASS_COUNTS = ("gpus", "active_gpus", "slices", "used_slices", "cf", "cf_active")
 
-def summarize(dc: DataCenter, pms: Sequence[PmSpec] | None = None) -> dict[str, Any]:
+
+def summarize(
+    dc: DataCenter,
+    pms: Sequence[PmSpec] | None = None,
+    since: tuple[DataCenter, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """Counts of a state: PMs, VMs, CPU/RAM, and per GPU class the GPUs, slices, CF and Γ_h; `pms`:
-    the servers as they are to be reported (which are switched off), default `dc`'s."""
+    the servers as they are to be reported (which are switched off), default `dc`'s. `since`: a state
+    `dc` was copied from and its summary — only the PMs whose records differ are read again."""
     specs = dc.pms if pms is None else pms
     classes: dict[str, dict[str, Any]] = {}
-    for j, pm in enumerate(dc.pms):
-        for k, model in enumerate(pm.gpus):
-            c = classes.setdefault(
-                model.gpu_class,
-                {
-                    "models": [],
-                    "gpus": 0,
-                    "active_gpus": 0,
-                    "slices": 0,
-                    "used_slices": 0,
-                    "cf": 0,
-                    "cf_active": 0,
-                },
-            )
-            if model.name not in c["models"]:
-                c["models"].append(model.name)
-            c["gpus"] += 1
-            c["active_gpus"] += int(dc.gpu_active(j, k))
-            c["slices"] += model.memory_slices
-            c["used_slices"] += model.memory_slices - dc.free_slices(j, k)
-            c["cf"] += dc.cf(j, k)
-            c["cf_active"] += dc.cf(j, k) if dc.gpu_active(j, k) else 0
+    if since is None:
+        for j in range(len(dc.pms)):
+            _count_pm(classes, dc, j, 1)
+    else:
+        base, summary = since
+        for h, c in summary["classes"].items():
+            if h != NO_GPU_CLASS:
+                classes[h] = {"models": list(c["models"]), **{k: c[k] for k in _CLASS_COUNTS}}
+        for j in dc.differing_pms(base):
+            _count_pm(classes, base, j, -1)
+            _count_pm(classes, dc, j, 1)
     for h, c in classes.items():
         c["occupancy"] = c["used_slices"] / c["slices"] if c["slices"] else 0.0
         active_slices = c["active_gpus"] * dc.class_slices[h]
@@ -71,6 +67,22 @@ def summarize(dc: DataCenter, pms: Sequence[PmSpec] | None = None) -> dict[str, 
         "cf_active": sum(c.get("cf_active", 0) for c in classes.values()),  # over active GPUs (Eq. 5 term)
         "classes": classes,
     }
+
+
+def _count_pm(classes: dict[str, dict[str, Any]], dc: DataCenter, j: int, sign: int) -> None:
+    """Add (`sign` 1) or take away (-1) PM j's GPUs in `dc` to the per-class counts."""
+    for k, model in enumerate(dc.pms[j].gpus):
+        c = classes.setdefault(model.gpu_class, {"models": [], **dict.fromkeys(_CLASS_COUNTS, 0)})
+        if model.name not in c["models"]:
+            c["models"].append(model.name)
+        active = dc.gpu_active(j, k)
+        cf = dc.cf(j, k)
+        c["gpus"] += sign
+        c["active_gpus"] += sign * int(active)
+        c["slices"] += sign * model.memory_slices
+        c["used_slices"] += sign * (model.memory_slices - dc.free_slices(j, k))
+        c["cf"] += sign * cf
+        c["cf_active"] += sign * cf if active else 0
 
 
 SUMMARY_COLUMNS = (

@@ -63,12 +63,12 @@ def _weights(base: Weights, overrides: dict[str, float | None]) -> Weights:
     return replace(base, **given)
 
 
-def _state(snap: Snapshot, out: Outcome, after: bool) -> dict[str, Any]:
+def _summaries(snap: Snapshot, out: Outcome) -> dict[str, Any]:
+    """The counts of the state before and after the plan; the after from the PMs the plan changed."""
     from origamig.cli.check import summarize
 
-    if after:
-        return summarize(out.end_state, out.pms_out)
-    return summarize(out.start_state, snap.pms)
+    before = summarize(out.start_state, snap.pms)
+    return {"before": before, "after": summarize(out.end_state, out.pms_out, since=(out.start_state, before))}
 
 
 def solve(
@@ -196,7 +196,7 @@ def solve(
     from origamig.cli.terminal import render_text, write_stdout
 
     with collector_paused():
-        summary = {"before": _state(snap, outcome, False), "after": _state(snap, outcome, True)}
+        summary = _summaries(snap, outcome)
         files = _files(snap, outcome, out, script)  # everything is rendered before anything is written
         if as_json:
             text = json_text({**outcome.to_json(), "summary": summary})

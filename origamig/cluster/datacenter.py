@@ -338,6 +338,12 @@ class DataCenter:
         new.placed_slices = dict(self.placed_slices)
         return new
 
+    def differing_pms(self, other: DataCenter) -> list[int]:
+        """The PMs whose records this state and `other` (a copy of it, or the state it was copied
+        from) do not share: those one of them changed since the copy. A walk of identities, O(|M|)."""
+        pairs = zip(self._pm, other._pm, strict=True)
+        return [j for j, (mine, theirs) in enumerate(pairs) if mine is not theirs]
+
     def changes_to(self, placement: Mapping[str, Placement]) -> dict[str, Placement]:
         """The entries of `placement` that differ from this state: the VMs it moves or starts."""
         return {v: pl for v, pl in placement.items() if self.placement.get(v) != pl}
