@@ -23,6 +23,7 @@ from origamig.policies.base import Rejection
 from origamig.policies.fgd import FgdFit, Workload
 from origamig.policies.mfi import mfi_fit_on_pm
 from origamig.policies.tc.rule import tc_fit_on_pm
+from tests.profiles import examples
 
 CATALOG = default_catalog()
 MODELS = ("A100-40GB", "A100-80GB", "H100-80GB", "A30-24GB")
@@ -74,7 +75,7 @@ def workload(kinds: list[VmSpec]) -> Workload:
     return Workload.of(Counter((v.gis, v.cpu_m, v.ram_mb) for v in kinds if v.gis))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(clusters(), st.data(), st.sampled_from(range(len(FITS) + 1)), st.sampled_from([3, 10_000]))
 def test_the_index_picks_the_pm_a_scan_picks(dc: DataCenter, data: st.DataObject, f: int, kept: int) -> None:
     states = [dc]

@@ -25,6 +25,7 @@ from origamig.policies.base import Rejection
 from origamig.policies.fgd import FgdFit, Workload
 from origamig.policies.mfi import mfi_fit_on_pm
 from origamig.policies.tc.rule import tc_fit_on_pm
+from tests.profiles import examples
 from tests.strategies import datacenters, vm_specs
 
 
@@ -41,7 +42,7 @@ def afresh(dc: DataCenter, vm: VmSpec, fit: Any) -> Placement | Rejection:
     return best[2] if best is not None else no_fit(dc, vm, frozenset())
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(datacenters(max_pms=4, max_vms=6), st.data(), st.sampled_from(["tc", "mfi", "fgd"]))
 def test_remembered_answers_equal_fresh_ones(dc: DataCenter, data: st.DataObject, rule: str) -> None:
     states = [dc]

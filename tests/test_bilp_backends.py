@@ -15,6 +15,7 @@ from origamig.bilp.backends.base import Feature, get_backend, get_backend_class
 from origamig.cluster.records import Weights
 from origamig.judge.check import check_placement
 from origamig.judge.objective import evaluate
+from tests.profiles import examples
 
 SINGLE = ("highs", "cpsat")  # the solvers
 BACKENDS = (*SINGLE, "portfolio")  # every registered backend must be listed here
@@ -60,7 +61,7 @@ def _assert_valid(dc, sol) -> None:
     assert set(sol.admitted) | set(sol.rejected) == set(dc.pending)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     seed=st.integers(0, 10**6),
     n_pms=st.integers(1, 3),
@@ -124,7 +125,7 @@ def test_deterministic_limits_never_enforce_the_wall_clock():
         assert make_limits(solver, time_limit_s=3.0).wall_limit_s == 3.0
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(seed=st.integers(0, 10**6), n_pms=st.integers(2, 6))
 def test_a_call_proved_within_its_node_budget_is_the_same_with_a_larger_one(seed: int, n_pms: int) -> None:
     """HiGHS is deterministic and its node limit only ends the search: a call proved within 100
@@ -143,7 +144,7 @@ def test_a_call_proved_within_its_node_budget_is_the_same_with_a_larger_one(seed
     assert large.objective >= small.objective - 1e-9
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(seed=st.integers(0, 10**6), n_pms=st.integers(2, 5), pending=st.integers(0, 3))
 def test_a_wall_clock_solve_reaches_the_optimum_of_a_deterministic_one(seed: int, n_pms: int, pending: int):
     """The two modes differ in HiGHS's settings (a wall-clock solve skips the root reduced-cost

@@ -19,6 +19,7 @@ from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import Weights
 from origamig.judge.check import check_placement
 from origamig.judge.objective import evaluate
+from tests.profiles import examples
 
 EXACT = Limits(time_limit_s=60, threads=1)
 W = Weights()
@@ -47,7 +48,7 @@ def _compiled(dc: DataCenter):
     return compile_model(build_model(restrict(dc, range(len(dc.pms)), list(dc.pending)), W))
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(
     seed=st.integers(0, 10_000),
     n_pms=st.integers(2, 3),
@@ -92,7 +93,7 @@ def test_settled_states_are_proved_by_the_bound_and_decided_unchanged() -> None:
     assert proved >= 4  # the proof is not a rarity on settled states (27 of 30 seeds when measured)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(seed=st.integers(0, 10_000), scale=st.floats(0.0, 200.0))
 def test_lagrangian_bound_is_valid_for_any_multipliers(seed: int, scale: float) -> None:
     dc = _instance(seed, 2, seed % 3)
@@ -103,7 +104,7 @@ def test_lagrangian_bound_is_valid_for_any_multipliers(seed: int, scale: float) 
     assert lagrangian_bound(compiled, duals) >= mip.result.objective - 1e-6
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(seed=st.integers(0, 10_000), perturb=st.floats(0.0, 5.0))
 def test_a_column_held_at_a_value_lowers_the_bound_by_its_term(seed: int, perturb: float) -> None:
     """Reduced-cost fixing from `lagrangian_terms`: every solution x of the model has, for every column

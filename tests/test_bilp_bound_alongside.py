@@ -24,6 +24,7 @@ from origamig.bilp import Limits, build_model, compile_model, restrict, solve_re
 from origamig.bilp.backends import base, deadline
 from origamig.cluster.records import Weights
 from origamig.judge.check import check_placement
+from tests.profiles import examples
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="helper processes need POSIX pipes")
 LIMITED = Limits(time_limit_s=60, threads=1)
@@ -39,7 +40,7 @@ def _bound_answer(compiled) -> base.SolveResult:
     return base.start_result("highs", compiled, compiled.hint, base.BOUND, 0.01, base.Guard.NONE, "")
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(seed=st.integers(0, 10_000), n_pms=st.integers(2, 3), pending=st.integers(0, 2))
 def test_alongside_gives_the_answer_of_the_bound_first(seed: int, n_pms: int, pending: int) -> None:
     rng = random.Random(seed)

@@ -19,6 +19,7 @@ from origamig.cluster.mig import geometry
 from origamig.cluster.records import MILLI, GiSlot, Placement, PmSpec, VmSpec, Weights
 from origamig.judge.check import check_placement
 from origamig.judge.objective import evaluate
+from tests.profiles import examples
 
 # docs/model.md#configuration-space / paper §3: configurations of one A100 40GB, the empty one included
 A100_CONFIGURATIONS = 723
@@ -145,7 +146,7 @@ def test_literal_form_sum_f_is_cf_of_active_gpus_at_the_optimum() -> None:
         )
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(seed=st.integers(0, 10**6), n_pms=st.integers(1, 3), pending=st.integers(0, 3))
 def test_configuration_form_optimum_equals_literal_form(seed: int, n_pms: int, pending: int) -> None:
     rng = random.Random(seed)

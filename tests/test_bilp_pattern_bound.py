@@ -17,6 +17,7 @@ from origamig.bilp import Limits, build_model, compile_model, restrict
 from origamig.bilp.backends import highs
 from origamig.bilp.pattern_bound import column_pms, pattern_bound
 from origamig.cluster.records import Weights
+from tests.profiles import examples
 
 EXACT = Limits(time_limit_s=60, threads=1, kill_at_deadline=False)
 W = Weights()
@@ -29,7 +30,7 @@ def _optimum(compiled) -> tuple[float, np.ndarray]:
     return mip.objective, mip.x
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(
     seed=st.integers(0, 10_000),
     n_pms=st.integers(2, 4),

@@ -27,6 +27,7 @@ from origamig.errors import UserError
 from origamig.judge.check import check_placement
 from origamig.judge.objective import evaluate
 from origamig.policies.optimizer.options import OrigaMIGOptions
+from tests.profiles import examples
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the race needs helper processes (POSIX pipes)")
 RACE = Limits(time_limit_s=60, threads=2)
@@ -37,7 +38,7 @@ def _compiled(seed: int, n_pms: int = 4):
     return compile_model(build_model(restrict(dc, range(n_pms), list(dc.pending)), Weights()))
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(12), deadline=None)
 @given(
     seed=st.integers(0, 10**6),
     n_pms=st.integers(1, 3),

@@ -25,6 +25,7 @@ from origamig.cluster.records import GiSlot, Placement, VmSpec, Weights
 from origamig.judge.check import check_placement, moves_refused
 from origamig.judge.objective import evaluate
 from origamig.snapshot.document import parse_snapshot
+from tests.profiles import examples
 
 EXACT = Limits(time_limit_s=60, threads=1)
 A40, A80 = "A100-40GB", "A100-80GB"  # both offer 1g.10gb: two memory slices on the 40GB, one on the 80GB
@@ -98,7 +99,7 @@ def every_placement(dc: DataCenter, vm_ids: list[str]) -> Iterator[dict[str, Pla
         yield target
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(seed=st.integers(0, 10_000), migration=st.sampled_from([0.0, 10.0, 40.0]))
 def test_the_model_optimum_is_the_brute_force_optimum(seed: int, migration: float) -> None:
     dc, doc = tiny_cluster(seed)
@@ -127,7 +128,7 @@ def _moves(dc: DataCenter, target: dict[str, Placement]) -> int:
     return out
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(seed=st.integers(0, 10_000))
 def test_tiered_weights_rank_admission_then_moves_then_packing(seed: int) -> None:
     # The default goal's admission call: one more admitted VM beats any moves, one move fewer any packing.

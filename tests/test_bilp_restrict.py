@@ -23,6 +23,7 @@ from origamig.bilp.restrict import Region
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import Weights
 from origamig.judge.objective import evaluate
+from tests.profiles import examples
 
 EXACT = Limits(time_limit_s=60, threads=1)
 
@@ -53,7 +54,7 @@ def fix_outside(model: BilpModel, region: Region) -> None:
                 var.fix()
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(seed=st.integers(0, 10**6), n_pms=st.integers(2, 5), data=st.data())
 def test_restricted_equals_full_with_outside_fixed(seed: int, n_pms: int, data) -> None:
     rng = random.Random(seed)

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from origamig.judge.replay import STEP_FIELDS, malformed_steps
+from tests.profiles import examples
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 FIG1C = EXAMPLES / "fig1c-compaction.json"
@@ -115,7 +116,7 @@ def _assert_exit_2_lines(code: int, out: str, err: str) -> None:
     assert len(set(lines)) == len(lines) and "Traceback" not in err
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(plan=JSON_VALUES)
 def test_random_json_is_never_a_traceback(plan: Any) -> None:
     code, out, err = _run(FIG1C, plan)
@@ -168,7 +169,7 @@ def _mutate(plan: list[dict[str, Any]], data: st.DataObject) -> tuple[list[Any],
 PMS, VMS = {"pm0", "pm1"}, {"vmA", "vmB", "vmC", "vmD", "vmP"}
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_mutated_plans_exit_2_when_malformed_else_replay(data: st.DataObject) -> None:
     doc = solved(FIG1C)

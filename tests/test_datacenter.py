@@ -17,6 +17,7 @@ from origamig.cluster.records import NO_GPU_CLASS, GiSlot, Placement, VmSpec
 from origamig.errors import PlacementError
 from origamig.judge.check import check, check_counters
 from tests.builders import A30, A100, at, datacenter, pm, vm
+from tests.profiles import examples
 from tests.strategies import datacenters, first_fit_placement, vm_specs
 
 
@@ -95,7 +96,7 @@ def attempt(dc: DataCenter, action: Any) -> None:
         event("applied")
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(datacenters(max_pms=4, max_vms=8, pending=True), st.data())
 def test_random_mutations_keep_counters_and_constraints(dc: DataCenter, data: st.DataObject) -> None:
     assert_consistent(dc)
@@ -115,7 +116,7 @@ def test_random_mutations_keep_counters_and_constraints(dc: DataCenter, data: st
         assert_consistent(dc)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(datacenters(max_vms=6), st.data())
 def test_copy_is_independent(dc: DataCenter, data: st.DataObject) -> None:
     before = state(dc)
@@ -132,7 +133,7 @@ def test_copy_is_independent(dc: DataCenter, data: st.DataObject) -> None:
     assert_consistent(twin)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(datacenters(max_pms=4, max_vms=8, pending=True), st.data())
 def test_copies_that_share_records_never_see_each_others_changes(dc: DataCenter, data: st.DataObject) -> None:
     """States copied from one another (copies of copies, the original changed after a copy) share
@@ -221,7 +222,7 @@ def exact(dc: DataCenter) -> tuple[Any, ...]:
     return (*state(dc), list(dc.vms.items()), list(dc.placement.items()), list(dc.pending.items()))
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(datacenters(max_pms=4, max_vms=8, pending=True), st.data())
 def test_changes_on_the_journaled_pms_bring_a_copy_sent_elsewhere_up_to_date(
     dc: DataCenter, data: st.DataObject

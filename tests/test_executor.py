@@ -24,6 +24,7 @@ from origamig.judge.check import check_counters, check_placement
 from origamig.judge.replay import replay_plan
 from origamig.plan.executor import Infeasible, Plan, plan_migrations
 from tests.builders import A30, A100, at, datacenter, model, pm, vm
+from tests.profiles import examples
 from tests.strategies import pm_lists
 
 # Nightly-style runs raise this (benchmarks/executor.py --cases N); CI keeps ≥ 2,000.
@@ -505,7 +506,7 @@ def cases(draw: st.DrawFn, max_vms: int = 7) -> tuple[DataCenter, dict[str, Plac
     return now, target, spare
 
 
-@settings(max_examples=RANDOM_CASES, deadline=None)
+@settings(max_examples=examples(RANDOM_CASES), deadline=None)
 @given(cases())
 def test_random_plans_are_valid_at_every_step(case: tuple[DataCenter, dict[str, Placement], bool]) -> None:
     dc, target, spare = case

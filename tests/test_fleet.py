@@ -17,6 +17,7 @@ from origamig.sim.fleet import Fleet, FleetError, PmKind, load_fleet
 from origamig.sim.scenario import SimConfig, build_pms, requests_for, validate, workload_spec
 from origamig.sim.workload import generate
 from tests.cli_helpers import run_main
+from tests.profiles import examples
 
 FLEETS = Path(__file__).resolve().parent.parent / "examples" / "fleets"
 PAPER = FLEETS / "paper.toml"
@@ -62,7 +63,7 @@ def test_paper_fleet_reproduces_a_deterministic_default_run_exactly() -> None:
     assert b[0]["config"]["fleet"]["name"] == "paper"
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     own=st.lists(st.integers(1, 50), min_size=1, max_size=6),
     total=st.integers(1, 500),

@@ -20,6 +20,7 @@ from origamig.sim.engine import Simulation
 from origamig.sim.scenario import SimConfig
 from origamig.sim.workload import HOUR, Request
 from origamig.study.runner import make_run_policy
+from tests.profiles import examples
 
 MODELS = ("H100-80GB", "A100-80GB", "H200-141GB")
 HORIZON = 6 * HOUR
@@ -88,13 +89,13 @@ def simulate(pms: list[PmSpec], requests: list[Request], policy_name: str) -> No
     sim.run()  # raises SimulationError on the first state the checker rejects
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pms=servers(), requests=streams(40), policy=st.sampled_from(["ff", "mfi", "dra", "tc"]))
 def test_every_state_passes_the_checker_for_arrival_policies_and_tc(pms, requests, policy) -> None:
     simulate(pms, requests, policy)
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pms=servers(), requests=streams(24, large=True))
 def test_every_state_passes_the_checker_for_origamig(pms, requests) -> None:
     simulate(pms, requests, "origamig")

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from origamig.errors import SnapshotError
 from origamig.snapshot.importer import parse_lgi
+from tests.profiles import examples
 
 DATA = Path(__file__).resolve().parent / "data" / "mig"
 A100_LGI = (DATA / "a100-lgi.txt").read_text()
@@ -161,13 +162,13 @@ def _assert_refused(code: int, stdout: str, err: str, written: bool) -> None:
 _PRINTABLE = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=400)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=_PRINTABLE)
 def test_random_text_is_refused(text: str) -> None:
     _assert_refused(*_import_once(text))
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     base=st.sampled_from([A100_LGI, A30_LGI]),
     where=st.integers(min_value=0, max_value=30),

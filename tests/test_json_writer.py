@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from origamig.snapshot.json_writer import indented_json
+from tests.profiles import examples
 
 SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | st.text()
 KEYS = st.text() | st.integers() | st.booleans() | st.none() | st.floats(allow_nan=False)
@@ -27,7 +28,7 @@ class Kind(StrEnum):
     PLAIN = "plain"
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(doc=DOCUMENTS, indent=st.sampled_from([0, 1, 2, 4]))
 def test_the_same_text_as_json_dumps(doc: object, indent: int) -> None:
     assert indented_json(doc, indent) == json.dumps(doc, indent=indent)
@@ -51,7 +52,7 @@ def _depth(doc: object) -> int:
     return 0
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(doc=DOCUMENTS.map(lambda d: json.loads(json.dumps(d))), stop=st.integers(1, 6))
 def test_nesting_depth_by_its_definition(doc: object, stop: int) -> None:
     from origamig.files import nesting_depth

@@ -11,6 +11,7 @@ from origamig.cluster.catalog import GpuModel, Profile, default_catalog
 from origamig.cluster.mig import GpuConfig, geometry
 from origamig.errors import PlacementError
 from tests.builders import A30, A100, config, model
+from tests.profiles import examples
 from tests.strategies import gpu_configs
 
 # docs/model.md#domain / paper §3 Eq. (2): CF of the empty A100 = 7+4+3+2+1+1 starts,
@@ -79,7 +80,7 @@ def test_tables_match_brute_force_for_every_occupancy(name: str) -> None:
             assert (geo.default_start(occ, p) is None) == (not starts)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(gpu_configs(), st.data())
 def test_place_then_remove_restores(cfg: GpuConfig, data: st.DataObject) -> None:
     prof = data.draw(st.sampled_from(cfg.model.profiles))
@@ -93,7 +94,7 @@ def test_place_then_remove_restores(cfg: GpuConfig, data: st.DataObject) -> None
     assert placed.remove(prof.name, start).occupancy == cfg.occupancy
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(gpu_configs(), st.data())
 def test_default_placement_is_max_cf_lowest_start(cfg: GpuConfig, data: st.DataObject) -> None:
     prof = data.draw(st.sampled_from(cfg.model.profiles))
@@ -111,7 +112,7 @@ def test_default_placement_is_max_cf_lowest_start(cfg: GpuConfig, data: st.DataO
     assert new.start == min(scored)[1]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(gpu_configs())
 def test_cf_and_capacity_equal_brute_force(cfg: GpuConfig) -> None:
     occupied = occupied_slices(cfg)

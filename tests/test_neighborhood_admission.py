@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from origamig.call.neighborhood import Bound, Bounds, Neighborhood, fits_counts, select_admission
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import NO_GPU_CLASS
+from tests.profiles import examples
 from tests.strategies import datacenters, random_states, vm_specs
 
 
@@ -84,7 +85,7 @@ def literal(dc: DataCenter, queue: list[str], bounds: Bounds, locked: frozenset[
     return Neighborhood(tuple(pms), tuple(pending), tuple(rejected), "admission")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.one_of(datacenters(max_pms=8, max_vms=24, pending=True), random_states(max_pms=8, max_vms=24)),
     st.data(),

@@ -13,6 +13,7 @@ from origamig.cluster.records import GiSlot, Placement, VmSpec, Weights
 from origamig.errors import PlacementError
 from origamig.judge.objective import ChangeRegion, evaluate, evaluate_change, evaluate_dc
 from tests.builders import A30, A100, at, datacenter, pm, vm
+from tests.profiles import examples
 from tests.strategies import datacenters
 
 W = Weights()  # paper §6.1: a=100, b=50, e=20, w=1, δ=10
@@ -99,7 +100,7 @@ def test_evaluate_dc_matches_evaluate_and_does_not_mutate() -> None:
     assert dc.placement == before and list(dc.pending) == ["b"]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(datacenters(max_pms=4, max_vms=8, pending=True), st.data())
 def test_a_change_judged_on_its_region_equals_the_whole_cluster(dc: DataCenter, data: st.DataObject) -> None:
     """Eq. (5) after a change, from the objective before plus the change over the servers it touches

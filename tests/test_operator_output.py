@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from origamig.judge.check import check_placement
 from origamig.snapshot.document import load_snapshot
+from tests.profiles import examples
 
 # Characters an id may not hold: control characters, line and paragraph separators, surrogates.
 NOT_IN_IDS = ("Cc", "Cs", "Zl", "Zp", "Cf")
@@ -56,7 +57,9 @@ def two_a30_snapshot(pm: str, r1: str, r2: str, pending: str) -> dict[str, Any]:
     }
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(ids=st.lists(id_text(), min_size=4, max_size=4, unique=True))
 def test_any_printable_id_is_printed_as_written_by_check_and_solve(tmp_path: Path, ids: list[str]) -> None:
     pm, r1, r2, pending = ids

@@ -28,6 +28,7 @@ from origamig.policies.grmu.baskets import LARGE, SMALL, Baskets
 from origamig.policies.grmu.defrag import repack
 from origamig.sim.scenario import SimConfig
 from origamig.study.runner import RunSpec, run_one
+from tests.profiles import examples
 
 NOW = 0.0
 H = 3600.0
@@ -209,7 +210,7 @@ def _union(masks: list[int]) -> int:
     return out
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(data=st.data())
 def test_repack_moves_no_more_gis_than_any_packing_that_runs_in_turn(data: st.DataObject) -> None:
     m = data.draw(gpu_models())
@@ -363,7 +364,7 @@ OPTIONS = [
 ]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(dc=st.one_of(fragmented_states(), crowded_states()), stream=events, options=st.sampled_from(OPTIONS))
 def test_every_event_leaves_a_valid_state_within_the_baskets(dc, stream, options) -> None:
     grmu = Grmu(**options)
@@ -425,7 +426,7 @@ def test_every_event_leaves_a_valid_state_within_the_baskets(dc, stream, options
     assert counts["migrations"] == migrations and counts["parking_moves"] == parking
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(dc=crowded_states(), new=a100_vms)
 def test_a_deferred_vm_is_admitted_by_moves_of_one_gpu(dc: DataCenter, new: VmSpec) -> None:
     grmu = Grmu()

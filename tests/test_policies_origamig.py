@@ -29,6 +29,7 @@ from origamig.plan.steps import MoveRecord, Plan, PlanCost
 from origamig.policies.arrival_rule import first_fit
 from origamig.policies.base import Deferred, Placed, Rejection, make_policy
 from origamig.policies.optimizer.policy import run_call
+from tests.profiles import examples
 
 CAT = default_catalog()
 A100 = CAT.gpu("A100-40GB")
@@ -237,7 +238,7 @@ def random_state(seed: int, n_pms: int = 3, n_vms: int = 6, n_pending: int = 2) 
     return dc
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10_000))
 def test_call_never_lowers_eq5_and_proved_optimal_equals_opt_on_the_neighborhood(seed):
     dc = random_state(seed)
@@ -272,7 +273,7 @@ def test_call_never_lowers_eq5_and_proved_optimal_equals_opt_on_the_neighborhood
     assert set(before_placement) <= set(dc.placement)  # running VMs are never evicted
 
 
-@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(5), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10_000))
 def test_without_arrivals_or_departures_calls_stop_changing_the_state(seed):
     dc = random_state(seed, n_pending=0)

@@ -20,6 +20,7 @@ from origamig.policies.arrival_rule import gi_order
 from origamig.policies.base import Deferred, Placed, Rejection, make_policy
 from origamig.policies.tc.compaction import CompactionState, compact, compact_class
 from origamig.policies.tc.rule import tc_place
+from tests.profiles import examples
 
 POLICIES = [
     ("ff", {}),
@@ -67,7 +68,7 @@ def _apply_work(dc: DataCenter, policy, now: float) -> None:
     policy.finished(dc, work, now + work.modeled_s)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(dc=random_states(), stream=events, which=st.sampled_from(POLICIES))
 def test_every_event_leaves_a_valid_state_and_evicts_nobody(dc, stream, which):
     name, options = which
@@ -106,7 +107,7 @@ def test_every_event_leaves_a_valid_state_and_evicts_nobody(dc, stream, which):
     assert counts["admitted"] + counts["rejected"] == arrivals
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(dc=random_states(max_pms=6, max_vms=20), rule=st.sampled_from(["default", "literal"]))
 def test_compaction_moves_each_vm_once_into_resources_free_before(dc, rule):
     result = compact(dc, rule)
@@ -148,7 +149,7 @@ class _FullScan(CompactionState):
         return None if best is None else best[1]
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(dc=random_states(max_pms=6, max_vms=24), rule=st.sampled_from(["default", "literal"]))
 def test_compaction_pruning_changes_no_decision(dc, rule):
     # The bit-set pruning of place_by_rule and vacate's precheck only skip PMs/GPUs the rule would

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.profiles import examples
 from tests.serve_helpers import EXAMPLES, Server, valid
 from tests.test_serve_plans import ack, wait_plan
 
@@ -109,7 +110,9 @@ def test_a_pod_without_mig_resources_is_not_judged(server: Server) -> None:
     assert scores == [{"Host": "pm0", "Score": 0}, {"Host": "pm1", "Score": 0}]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     gis=st.lists(st.sampled_from(A100_PROFILES), min_size=1, max_size=3),
     cpu=st.integers(1, 40),

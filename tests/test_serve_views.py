@@ -28,6 +28,7 @@ from origamig.serve.plans import LivePlan, placement_after, plan_vms, replay_on_
 from origamig.serve.store import Store
 from origamig.serve.verdicts import VerdictCache
 from origamig.snapshot.document import load_snapshot, parse_snapshot, snapshot_document
+from tests.profiles import examples
 from tests.serve_helpers import EXAMPLES
 
 PROFILES = ("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb")
@@ -61,7 +62,7 @@ ops = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(ops, st.integers(1, 25))
 def test_the_verdict_cache_is_bounded_and_never_stale(steps: list, bound: int) -> None:
     cache = VerdictCache(max_verdicts=bound)
@@ -107,7 +108,7 @@ def mixed_plan() -> tuple[DataCenter, LivePlan]:
     return dc, LivePlan(1, "admission", 0.0, steps, base, admitted=admitted, pms=pms)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.data())
 def test_the_replay_on_the_plans_servers_equals_the_replay_on_all(
     mixed_plan: tuple, data: st.DataObject

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from origamig.policies.base import Placed, make_policy
 from origamig.sim.engine import Simulation
 from origamig.sim.workload import Request
+from tests.profiles import examples
 from tests.strategies import pm_lists, vm_specs
 
 H = 3600.0
@@ -54,7 +55,7 @@ def covered(intervals: list[tuple[float, float]], lo: float, hi: float) -> float
     return total
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(pms=pm_lists(1, 4), requests=streams(), policy=st.sampled_from(["ff", "mfi", "dra"]))
 def test_metrics_equal_an_interval_recomputation(pms, requests, policy) -> None:
     logged = Logged(make_policy(policy))

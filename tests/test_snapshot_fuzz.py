@@ -18,6 +18,8 @@ from cli_helpers import run_main
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from tests.profiles import examples
+
 EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.json"))
 BASES = [json.loads(p.read_text()) for p in EXAMPLES]
 ERROR_LINE = r"^error: (version|snapshot|pms|vms|weights|gpu_models)[^:]*: .+$"
@@ -209,7 +211,7 @@ def mutations(draw: st.DrawFn) -> Mutation:
     return mutate
 
 
-@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(1000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     base=st.sampled_from(BASES),
     muts=st.lists(mutations(), min_size=1, max_size=3),

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from origamig.cluster.catalog import default_catalog
 from origamig.snapshot.reader import read_document
+from tests.profiles import examples
 
 EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.json"))
 BASES = [json.loads(p.read_text()) for p in EXAMPLES]
@@ -88,7 +89,7 @@ def mutated(draw: st.DrawFn) -> dict[str, Any]:
     return doc
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(doc=mutated())
 def test_mutated_vm_entries_read_alike(doc: dict[str, Any]) -> None:
     fast, full = both(doc)

@@ -23,6 +23,7 @@ from origamig.cluster.records import Placement, Weights
 from origamig.judge.objective import evaluate
 from origamig.judge.replay import replay_plan
 from origamig.plan.executor import Plan, plan_migrations
+from tests.profiles import examples
 
 NO_GOODS = 5
 
@@ -45,7 +46,7 @@ def _brute(dc: DataCenter, w: Weights) -> tuple[float, float, list[dict[str, Pla
     return now, best, targets
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 10**6),
     migration=st.sampled_from([0.0, 10.0, 40.0]),

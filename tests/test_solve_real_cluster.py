@@ -24,6 +24,7 @@ from origamig.judge.objective import evaluate
 from origamig.judge.replay import replay_plan
 from origamig.plan.executor import Infeasible, plan_migrations
 from origamig.snapshot.document import Snapshot, load_snapshot, parse_snapshot
+from tests.profiles import examples
 
 MIXED = Path(__file__).resolve().parent.parent / "examples" / "mixed-h100-a100.json"
 LIMITS = make_limits("highs", 20.0, None, True)
@@ -208,7 +209,7 @@ def random_cluster(seed: int) -> Snapshot:
     return parse_snapshot({"version": 1, "pms": pms, "vms": vms, "intra_pm_moves": rng.random() < 0.5})
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(12), deadline=None)
 @given(seed=st.integers(0, 100_000), goal=st.sampled_from(list(Goal)))
 def test_every_plan_is_sound_and_has_no_move_nobody_needs(seed: int, goal: Goal) -> None:
     snap = random_cluster(seed)

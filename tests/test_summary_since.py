@@ -8,10 +8,11 @@ from hypothesis import strategies as st
 
 from origamig.cli.check import summarize
 from origamig.cluster.datacenter import DataCenter
+from tests.profiles import examples
 from tests.strategies import datacenters, first_fit_placement, random_states, vm_specs
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.one_of(datacenters(max_pms=6, max_vms=12), random_states(max_pms=6, max_vms=12)), st.data())
 def test_the_summary_since_a_copy_is_the_summary_afresh(dc: DataCenter, data: st.DataObject) -> None:
     before = summarize(dc)

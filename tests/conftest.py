@@ -1,0 +1,12 @@
+"""Test-wide set-up: the Hypothesis profiles of `tests/profiles.py`, one loaded per run."""
+
+from __future__ import annotations
+
+from hypothesis import settings
+
+from tests.profiles import PROFILE, SCALES
+
+for _name in SCALES:
+    # Tests without their own count draw Hypothesis's default of 100, scaled like the others.
+    settings.register_profile(_name, max_examples=max(1, round(100 * SCALES[_name])), print_blob=True)
+settings.load_profile(PROFILE)
