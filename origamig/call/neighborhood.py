@@ -28,6 +28,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from origamig.call.kinds import CallKind, ScopeMode
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import NO_GPU_CLASS, PmSpec, VmSpec, Weights
 
@@ -39,7 +40,7 @@ class Neighborhood:
     pms: tuple[int, ...]
     pending: tuple[str, ...]  # pending VMs of the call (in N̂)
     rejected: tuple[str, ...] = ()  # pending VMs that fit no PM even if empty
-    kind: str = "admission"
+    kind: CallKind | ScopeMode = CallKind.ADMISSION  # a scope: the servers `solve` was given
     gpu_class: str | None = None
 
     def vm_count(self, dc: DataCenter) -> int:
@@ -192,7 +193,7 @@ def select_admission(
         if b.full:
             break
     if not pending:
-        return Neighborhood((), (), tuple(rejected), "admission")
+        return Neighborhood((), (), tuple(rejected), CallKind.ADMISSION)
     oldest = dc.pending[pending[0]]
     # Room for a powered-off PM that fits the oldest pending VM.
     spare = next(
@@ -218,7 +219,7 @@ def select_admission(
         b.add(j)
     if spare is not None and not b.full:
         b.add(spare)
-    return Neighborhood(tuple(b.pms), tuple(pending), tuple(rejected), "admission")
+    return Neighborhood(tuple(b.pms), tuple(pending), tuple(rejected), CallKind.ADMISSION)
 
 
 def _pool(candidates_by_class: dict[str, list[int]], vm: VmSpec) -> list[int]:
@@ -340,12 +341,12 @@ def select_consolidation(
         if b.add(j):
             kept_receivers.append(j)
     if reading is Consolidation.FILL:
-        return Neighborhood(tuple(b.pms), (), (), "consolidation", gpu_class)
+        return Neighborhood(tuple(b.pms), (), (), CallKind.CONSOLIDATION, gpu_class)
     while kept_sources and not _can_empty(dc, kept_sources, kept_receivers):
         kept_receivers.append(kept_sources.pop())
     if not kept_sources:
-        return Neighborhood((), (), (), "consolidation", gpu_class)
-    return Neighborhood(tuple(b.pms), (), (), "consolidation", gpu_class)
+        return Neighborhood((), (), (), CallKind.CONSOLIDATION, gpu_class)
+    return Neighborhood(tuple(b.pms), (), (), CallKind.CONSOLIDATION, gpu_class)
 
 
 def select_random(
@@ -366,9 +367,8 @@ def select_random(
         if not nb.pending:
             return nb
         classes = set(dc.pending[queue[0]].gpu_classes)
-        kind = "admission"
     else:
-        nb = Neighborhood((), (), (), "consolidation", gpu_class)
+        nb = Neighborhood((), (), (), CallKind.CONSOLIDATION, gpu_class)
         classes = {gpu_class or NO_GPU_CLASS}
     b = _Builder(dc, bounds)
     for j in nb.pms:
@@ -384,7 +384,7 @@ def select_random(
         if b.full:
             break
         b.add(j)
-    return Neighborhood(tuple(b.pms), nb.pending, nb.rejected, kind if queue else "consolidation", gpu_class)
+    return Neighborhood(tuple(b.pms), nb.pending, nb.rejected, nb.kind, gpu_class)
 
 
 # --- bounds for bigger servers ---------------------------------------------------------------------

@@ -21,6 +21,7 @@ from origamig.call import reasons
 from origamig.call.decision import Decision, Status, parking_cost
 from origamig.call.final_plan import final_plan
 from origamig.call.goals import DEFAULT_GOAL, CallWeights, Goal, goal_of
+from origamig.call.kinds import CallKind, ScopeMode
 from origamig.call.neighborhood import Bounds, derived_bounds
 from origamig.call.successive import Call, CallOptions, CallSequence, first_status, run_calls
 from origamig.cluster.datacenter import DataCenter
@@ -44,7 +45,7 @@ class NeighborhoodError(UserError):
 class SolveScope:
     """The PMs and pending VMs the calls optimized, and how they were chosen."""
 
-    mode: str  # all | auto | list
+    mode: ScopeMode
     pms: tuple[int, ...]
     pending: tuple[str, ...]
     rejected: tuple[str, ...] = ()  # pending VMs Algorithm 1 rejects outright (fit no PM by counts)
@@ -127,13 +128,13 @@ class Outcome:
         }
 
 
-def scope_pms(dc: DataCenter, spec: str) -> tuple[str, tuple[int, ...] | None]:
+def scope_pms(dc: DataCenter, spec: str) -> tuple[ScopeMode, tuple[int, ...] | None]:
     """The mode and PMs of `--neighborhood`: `auto` (Algorithm 1's, None), `all`, or a
     comma-separated list of PM ids (`NeighborhoodError` naming any unknown id)."""
-    if spec == "auto":
-        return "auto", None
-    if spec == "all":
-        return "all", tuple(range(len(dc.pms)))
+    if spec == ScopeMode.AUTO:
+        return ScopeMode.AUTO, None
+    if spec == ScopeMode.ALL:
+        return ScopeMode.ALL, tuple(range(len(dc.pms)))
     ids = [s.strip() for s in spec.split(",") if s.strip()]
     unknown = [s for s in ids if s not in dc.index]
     if unknown or not ids:
@@ -142,7 +143,7 @@ def scope_pms(dc: DataCenter, spec: str) -> tuple[str, tuple[int, ...] | None]:
             [f"--neighborhood: {s!r} is not a PM id (PMs: {known})" for s in unknown]
             or ["--neighborhood: give auto, all, or a comma-separated list of PM ids"]
         )
-    return "list", tuple(dict.fromkeys(dc.index[s] for s in ids))
+    return ScopeMode.LIST, tuple(dict.fromkeys(dc.index[s] for s in ids))
 
 
 def solve_snapshot(
@@ -188,7 +189,7 @@ def _outcome(
     dc: DataCenter,
     seq: CallSequence,
     goal: CallWeights,
-    mode: str,
+    mode: ScopeMode,
     calls: int | None,
     bandwidth: float,
 ) -> Outcome:
@@ -268,13 +269,14 @@ def _parking(plan: Plan | None, dc: DataCenter, w: Weights) -> float:
     return parking_cost(plan, dc.vms, w) if plan is not None else 0.0
 
 
-def _scope_note(mode: str, seq: CallSequence) -> str:
+def _scope_note(mode: ScopeMode, seq: CallSequence) -> str:
     kinds = [c.neighborhood.kind for c in seq.calls]
-    if mode != "auto":
+    if mode != ScopeMode.AUTO:
         return f"{count(len(kinds), 'call')} on the servers given"
     return (
-        f"{count(len(kinds), 'call')} ({kinds.count('admission')} admission, {kinds.count('consolidation')} "
-        "consolidation), each on an Algorithm 1 neighborhood of the state the previous one left"
+        f"{count(len(kinds), 'call')} ({kinds.count(CallKind.ADMISSION)} admission, "
+        f"{kinds.count(CallKind.CONSOLIDATION)} consolidation), "
+        "each on an Algorithm 1 neighborhood of the state the previous one left"
     )
 
 
@@ -304,7 +306,7 @@ def _verdict(
     if v not in seq.tried:
         return reasons.Verdict(False, f"outside the call budget (--calls {calls}): no call reached it")
     call = seq.calls[seq.tried[v]]
-    region = "the whole cluster" if call.neighborhood.kind == "all" else "its call"
+    region = "the whole cluster" if call.neighborhood.kind == ScopeMode.ALL else "its call"
     return reasons.of_call(
         end,
         snap.vms[v],

@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from origamig.bilp import Limits
 from origamig.call.decision import Decision, Status, decide
 from origamig.call.goals import CallWeights
+from origamig.call.kinds import CallKind, ScopeMode
 from origamig.call.neighborhood import Bounds, Neighborhood, select_admission, select_consolidation
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import VmSpec, Weights
@@ -137,7 +138,7 @@ def run_calls(
     *,
     max_calls: int | None = None,
     scope: Sequence[int] | None = None,
-    scope_kind: str = "all",
+    scope_kind: ScopeMode = ScopeMode.ALL,
     options: CallOptions = CallOptions(),
 ) -> CallSequence:
     """Admission calls until every pending VM is admitted or retired, then consolidation calls, each
@@ -186,7 +187,7 @@ def _second_chance(run: _Run, retired: Sequence[str]) -> None:
             continue
         j = fits_now(run.state, run.state.pending[v])
         if j is not None:
-            run.admission(Neighborhood((j,), (v,), (), "admission"))
+            run.admission(Neighborhood((j,), (v,), (), CallKind.ADMISSION))
 
 
 def fits_now(dc: DataCenter, vm: VmSpec) -> int | None:
@@ -207,7 +208,7 @@ def _consolidate(run: _Run, bounds: Bounds, scope: tuple[int, ...] | None = None
         if scope is not None:
             if run.budget_left():
                 weights = run.goal.consolidation(run.state.pms)
-                changed = run.call(Neighborhood(scope, (), (), "consolidation"), weights)
+                changed = run.call(Neighborhood(scope, (), (), CallKind.CONSOLIDATION), weights)
         else:
             for h in _classes_worth_a_call(run.state):
                 if not run.budget_left():
@@ -219,7 +220,7 @@ def _consolidate(run: _Run, bounds: Bounds, scope: tuple[int, ...] | None = None
             break
 
 
-def _scoped(run: _Run, pms: tuple[int, ...], kind: str) -> list[str]:
+def _scoped(run: _Run, pms: tuple[int, ...], kind: ScopeMode) -> list[str]:
     """Calls on the PMs `pms` only; the pending VMs no call reached (budget spent)."""
     pending = tuple(run.state.pending)
     if not run.goal.admits_first:  # one call trades admission against everything else

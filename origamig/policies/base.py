@@ -31,6 +31,7 @@ from origamig.cluster.records import Placement, VmSpec
 
 if TYPE_CHECKING:
     from origamig.call.decision import Status
+    from origamig.call.kinds import CallKind
     from origamig.plan.steps import Plan
 
 
@@ -102,7 +103,7 @@ class Work:
     place once.
     """
 
-    kind: str
+    kind: CallKind
     pms: frozenset[int]
     target: Mapping[str, Placement]
     admitted: tuple[str, ...] = ()

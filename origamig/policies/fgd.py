@@ -37,6 +37,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from origamig.call.kinds import CallKind
 from origamig.cluster.catalog import Profile
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.mig import Geometry
@@ -278,7 +279,7 @@ class FragmentationGradientDescent:
         if plan is None:
             self._c["deschedulings_discarded"] += bool(target)
             return None
-        return moves_work("deschedule", dc, target, plan, decide_s)
+        return moves_work(CallKind.DESCHEDULE, dc, target, plan, decide_s)
 
     def finished(self, dc: DataCenter, work: Work, now: float) -> None:
         if not work.applied or work.plan is None:

@@ -16,6 +16,7 @@ from origamig.cluster.records import Placement
 from origamig.policies.base import Work
 
 if TYPE_CHECKING:
+    from origamig.call.kinds import CallKind
     from origamig.plan.steps import Plan
 
 
@@ -30,7 +31,7 @@ def plan_moves(dc: DataCenter, target: Mapping[str, Placement]) -> Plan | None:
 
 
 def moves_work(
-    kind: str,
+    kind: CallKind,
     dc: DataCenter,
     target: Mapping[str, Placement],
     plan: Plan | None,

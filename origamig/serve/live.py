@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from origamig.call.kinds import CallKind
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import GiSlot, Placement, VmSpec
 from origamig.errors import PlacementError, SnapshotError, UserError
@@ -466,7 +467,7 @@ class Live:
         self._finished(plan, applied=False)
         return plan
 
-    def _store_rejections(self, vms: tuple[str, ...], kind: str, reasons: Mapping[str, str]) -> None:
+    def _store_rejections(self, vms: tuple[str, ...], kind: CallKind, reasons: Mapping[str, str]) -> None:
         """Pending VMs a call gave up on (already out of the queue) are stored as rejected, each with
         its reason (`call/reasons.py`)."""
         if not vms:

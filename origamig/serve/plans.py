@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from origamig.call.kinds import CallKind
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import GiSlot, Placement
 from origamig.judge.replay import ReplayResult, replay_plan
@@ -32,7 +33,7 @@ class LivePlan:
     """A plan of the background optimizer and how far it got."""
 
     id: int
-    kind: str  # the call that made it: admission | consolidation
+    kind: CallKind  # the call that made it
     created_s: float
     steps: tuple[Mapping[str, Any], ...]  # docs/formats.md#plan objects
     base: Mapping[str, Placement]  # where the VMs the plan moves ran when it was made
@@ -101,7 +102,7 @@ class LivePlan:
         }
         return cls(
             id=doc["id"],
-            kind=doc["kind"],
+            kind=CallKind(doc["kind"]),
             created_s=doc["created_s"],
             steps=tuple(doc["steps"]),
             base=base,

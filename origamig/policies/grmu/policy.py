@@ -32,6 +32,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from origamig.call.kinds import CallKind
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import Placement, VmSpec
 from origamig.errors import UserError
@@ -218,7 +219,7 @@ class Grmu:
             plan = plan_moves(dc, target) if target else None
         self._c["admission_calls"] += 1
         why = dict.fromkeys(rejected, "fits on no GPU of its basket, even after moving the GIs of one GPU")
-        return self._call("admission", dc, target, plan, t0, admitted, rejected, why)
+        return self._call(CallKind.ADMISSION, dc, target, plan, t0, admitted, rejected, why)
 
     def _admissions(self, dc: DataCenter, moves: bool) -> tuple[dict[str, Placement], list[str], list[str]]:
         """The target (moved and started VMs), the pending VMs admitted and those rejected."""
@@ -248,11 +249,11 @@ class Grmu:
             self._c["wall_s"] += time.perf_counter() - t0
             return None
         self._vacating = len(result.vacated)
-        return self._call("consolidation", dc, result.moves, plan, t0)
+        return self._call(CallKind.CONSOLIDATION, dc, result.moves, plan, t0)
 
     def _call(
         self,
-        kind: str,
+        kind: CallKind,
         dc: DataCenter,
         target: dict[str, Placement],
         plan: Plan | None,
@@ -270,17 +271,17 @@ class Grmu:
     def finished(self, dc: DataCenter, work: Work, now: float) -> None:
         self._running = False
         self._c["rejected"] += len(work.rejected)
-        if work.kind != "consolidation":
+        if work.kind != CallKind.CONSOLIDATION:
             if work.applied:
                 self._c["admitted"] += len(work.admitted)
             else:  # a call not applied leaves its VMs pending: ask again
                 self._waiting.update((v, None) for v in work.admitted if v in dc.pending)
         if not work.applied or work.plan is None:
-            self._c["consolidations_discarded"] += work.kind == "consolidation"
+            self._c["consolidations_discarded"] += work.kind == CallKind.CONSOLIDATION
             return
         count_moves(self._c, work.plan)
         self._c[f"migrations_{work.kind}"] += work.plan.cost.migrations
-        if work.kind == "consolidation":
+        if work.kind == CallKind.CONSOLIDATION:
             self._c["consolidations_with_moves"] += 1
             self._c["vacated_gpus"] += self._vacating
 

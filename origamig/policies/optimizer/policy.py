@@ -27,6 +27,7 @@ from origamig.bilp.backends.base import Limits, make_limits
 from origamig.call import reasons
 from origamig.call.decision import Decision, decide
 from origamig.call.goals import CallWeights
+from origamig.call.kinds import CallKind
 from origamig.call.neighborhood import (
     Bounds,
     Consolidation,
@@ -163,7 +164,7 @@ class OrigaMIG:
         t0 = time.perf_counter()
         if dc.pending and not self._step_calls:  # one admission call per check, the first one
             if not self.admission_calls:
-                return Work("admission", frozenset(), {}, rejected=tuple(dc.pending), applied=False)
+                return Work(CallKind.ADMISSION, frozenset(), {}, rejected=tuple(dc.pending), applied=False)
             queue = list(dc.pending)
             if self.random is not None:
                 nb = select_random(dc, self.random, self.bounds, queue=queue)
@@ -231,10 +232,11 @@ class OrigaMIG:
             self.on_select(frozenset(nb.pms))
         if not nb.pms:
             why = {v: _outright(dc, v).reason for v in nb.rejected}
+            kind = CallKind(nb.kind)
             return Work(
-                nb.kind, frozenset(), {}, rejected=nb.rejected, applied=False, wall_s=select_s, reasons=why
+                kind, frozenset(), {}, rejected=nb.rejected, applied=False, wall_s=select_s, reasons=why
             )
-        key = region_key(dc, nb) if self.reuse_unchanged and nb.kind == "consolidation" else None
+        key = region_key(dc, nb) if self.reuse_unchanged and nb.kind == CallKind.CONSOLIDATION else None
         known = self._unchanged.get(key) if key is not None else None
         if known is not None:
             self._calls["reused"] += 1
@@ -242,7 +244,7 @@ class OrigaMIG:
         else:
             weights = (
                 self.call_weights.admission(dc, nb.pms)
-                if nb.kind == "admission"
+                if nb.kind == CallKind.ADMISSION
                 else self.call_weights.consolidation(dc.pms)
             )
             work = run_call(
@@ -258,7 +260,7 @@ class OrigaMIG:
             if key is not None and _proved_unchanged(work):
                 remember(self._unchanged, key, work, REUSE_CAPACITY)
         assert work.call is not None
-        if nb.kind == "consolidation" and nb.gpu_class is not None:
+        if nb.kind == CallKind.CONSOLIDATION and nb.gpu_class is not None:
             running, applied = self._class_running.get(nb.gpu_class, (0, False))
             self._class_running[nb.gpu_class] = (running + 1, applied)
         self._calls[nb.kind] += 1
@@ -270,7 +272,7 @@ class OrigaMIG:
         return work
 
     def finished(self, dc: DataCenter, work: Work, now: float) -> None:
-        h = _class_of(work, dc) if work.kind == "consolidation" else None
+        h = _class_of(work, dc) if work.kind == CallKind.CONSOLIDATION else None
         # An unchanged call silences its class (or, rotating, marks its PMs visited) unless its
         # neighborhood grew: then the next check calls the class again, on more PMs. With calls side
         # by side, the class's last call to end decides, and only if none of them changed anything.
@@ -365,7 +367,7 @@ def run_call(
         detail=decision.reason,
     )
     return Work(
-        kind=nb.kind,
+        kind=CallKind(nb.kind),  # Algorithm 1's (a scope given by hand is `solve`'s only)
         pms=frozenset(nb.pms),
         target=decision.changed if applied else {},
         admitted=admitted,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 
+from origamig.call.kinds import CallKind
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import VmSpec
 from origamig.errors import UserError
@@ -103,7 +104,7 @@ class TurkkanCompaction:
             self._c["compactions_discarded"] += bool(result.moves)
             return None
         self._vacating = len(result.vacated)
-        return moves_work("compaction", dc, result.moves, plan, decide_s)
+        return moves_work(CallKind.COMPACTION, dc, result.moves, plan, decide_s)
 
     def finished(self, dc: DataCenter, work: Work, now: float) -> None:
         if not work.applied or work.plan is None:
