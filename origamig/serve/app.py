@@ -28,6 +28,7 @@ from origamig.serve.k8s import filter_nodes, prioritize_nodes
 from origamig.serve.kubevirt import kubevirt_flow
 from origamig.serve.live import Conflict, DuplicateVm, Live, StepConflict, UnknownPlan
 from origamig.serve.optimizer import Optimizer
+from origamig.serve.plans import ACKNOWLEDGED, StepStatus
 from origamig.serve.replay import ReplayClock
 from origamig.serve.requests import RequestError
 from origamig.serve.store import StoreWriteError
@@ -210,13 +211,13 @@ def build_app(
     async def ack_step(request: Request) -> Response:
         body = await read_json(request)
         result = body.get("result") if isinstance(body, dict) else None
-        if result not in ("done", "failed"):
+        if result not in ACKNOWLEDGED:
             raise HttpError(400, f'result: {result!r} is not "done" or "failed"')
         raw = request.path_params["n"]
         step = plain_int(raw)
         if step is None:
             raise HttpError(404, f"step: {raw[:40]!r} is not a step number")
-        plan = await run_in_threadpool(live.acknowledge, plan_id(request), step, result)
+        plan = await run_in_threadpool(live.acknowledge, plan_id(request), step, StepStatus(result))
         return JSONResponse(plan.to_json(pm_ids()))
 
     async def cancel_plan(request: Request) -> Response:

@@ -23,16 +23,12 @@ from origamig.policies.base import ArrivalDecision, Deferred, Placed, Policy, Re
 from origamig.policies.runtime import CallEnd, Runtime
 from origamig.serve.fit import arrival_fit, fit_on_pm
 from origamig.serve.plans import (
-    ABORTED,
-    CANCELLED,
-    DONE,
-    FAILED,
-    RUNNING,
+    ACKNOWLEDGED,
     STALE,
-    STEP_DONE,
-    STEP_FAILED,
     TIMEOUT,
     LivePlan,
+    PlanStatus,
+    StepStatus,
     end_counts,
     finished,
     leftovers,
@@ -132,7 +128,7 @@ class Live:
         # Arrivals and departures seen while a call runs elsewhere, replayed on the policy it returns.
         self.recording: list[tuple[str, Any, float]] | None = None
         for plan in self.plans.values():  # after a restart, a running plan holds its PMs again
-            if plan.status == RUNNING:
+            if plan.status == PlanStatus.RUNNING:
                 stub = Work(
                     plan.kind, plan.pms, {}, plan.admitted, plan.rejected, reasons=plan.rejected_reasons
                 )
@@ -154,7 +150,7 @@ class Live:
         return self.runtime.locked
 
     def running_plans(self) -> list[LivePlan]:
-        return [p for p in self.plans.values() if p.status == RUNNING]
+        return [p for p in self.plans.values() if p.status == PlanStatus.RUNNING]
 
     # --- the runtime's effects (the store is written around each change, below) ----------------
     def placed(self, vm: VmSpec, placement: Placement, now: float) -> None:
@@ -368,20 +364,23 @@ class Live:
             plan = self.plans.get(plan_id)
         if plan is None:
             raise UnknownPlan(f"plan: {plan_id} is not a plan of the service")
-        if plan.status != RUNNING:
+        if plan.status != PlanStatus.RUNNING:
             return plan  # an ended plan never changes again
         with self.writing, self.lock:
             plan = self.plans[plan_id]
             n = plan.next_step
             if n is not None and self._timed_out(plan):
                 return self._end(
-                    plan, ABORTED, f"step {n} was not acknowledged within {self.step_timeout_s:g} s", TIMEOUT
+                    plan,
+                    PlanStatus.ABORTED,
+                    f"step {n} was not acknowledged within {self.step_timeout_s:g} s",
+                    TIMEOUT,
                 )
             if n is not None:
                 problem = step_problem(self.dc, plan, n)
                 if problem is not None:
                     why = f"step {n} no longer fits the live state: {problem}"
-                    plan = self._end(plan, ABORTED, why, STALE)
+                    plan = self._end(plan, PlanStatus.ABORTED, why, STALE)
             return plan
 
     def _timed_out(self, plan: LivePlan) -> bool:
@@ -401,11 +400,11 @@ class Live:
         the VMs stay where its acknowledged steps left them. `PlanEnded` (409) once it has ended."""
         with self.writing, self.lock:
             plan = self.plan(plan_id)
-            if plan.status != RUNNING:
+            if plan.status != PlanStatus.RUNNING:
                 raise StepConflict(f"plan: {plan_id} has already ended ({plan.status})")
-            return self._end(plan, CANCELLED, "cancelled by a client")
+            return self._end(plan, PlanStatus.CANCELLED, "cancelled by a client")
 
-    def acknowledge(self, plan_id: int, n: int, result: str) -> LivePlan:
+    def acknowledge(self, plan_id: int, n: int, result: StepStatus) -> LivePlan:
         """Step n of the plan was carried out (`done`) or not (`failed`): the state moves only on
         `done`, after the step is checked once more; `failed` aborts the rest of the plan. The same
         acknowledgement again (a step already done, the step that failed) changes nothing; another
@@ -414,22 +413,22 @@ class Live:
             plan = self.plan(plan_id)
             if not 0 <= n < len(plan.steps):
                 raise UnknownPlan(f"step: plan {plan_id} has no step {n} (steps 0 to {len(plan.steps) - 1})")
-            recorded = {STEP_DONE: "done", STEP_FAILED: "failed"}.get(plan.step_status(n))
-            if recorded is not None:
+            recorded = plan.step_status(n)
+            if recorded in ACKNOWLEDGED:
                 if recorded == result:
                     return plan
-                raise StepConflict(f"step: {n} of plan {plan_id} was acknowledged {recorded!r} already")
+                raise StepConflict(f"step: {n} of plan {plan_id} was acknowledged {recorded.value!r} already")
             if plan.next_step != n:
                 state = f"its next step is {plan.next_step}" if plan.next_step is not None else plan.status
                 raise StepConflict(f"step: {n} is not the next step of plan {plan_id} ({state})")
-            if result == "failed":
-                return self._end(plan, FAILED, f"step {n} failed")
+            if result == StepStatus.FAILED:
+                return self._end(plan, PlanStatus.FAILED, f"step {n} failed")
             dc = self.dc
             target = placement_after(dc, plan, n + 1)
             changed = dc.changes_to(target)
             plan = replace(plan, done=n + 1, step_since_s=self.now())
             if plan.done == len(plan.steps):
-                plan = finished(plan, DONE)
+                plan = finished(plan, PlanStatus.DONE)
             before = {v: dc.placement.get(v) for v in changed}
             dc.apply_placement(changed)
             self.touched(*{pl.pm for pl in changed.values()}, *{pl.pm for pl in before.values() if pl})
@@ -443,7 +442,7 @@ class Live:
                 self._undo(before)
                 raise
             self.plans[plan.id] = plan
-            if plan.status == DONE:
+            if plan.status == PlanStatus.DONE:
                 self._finished(plan, applied=True)
             return plan
 
@@ -458,7 +457,7 @@ class Live:
         dc.apply_placement({v: pl for v, pl in before.items() if pl is not None})
         self.touched(*range(len(dc.pms)))
 
-    def _end(self, plan: LivePlan, status: str, reason: str, cause: str = "") -> LivePlan:
+    def _end(self, plan: LivePlan, status: PlanStatus, reason: str, cause: str = "") -> LivePlan:
         orphans, idle = leftovers(self.dc, plan)
         plan = replace(finished(plan, status, reason, cause), orphan_gis=orphans, idle_pms=idle)
         with self.store.transaction() as db:

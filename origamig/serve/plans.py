@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from typing import Any
 
 from origamig.call.kinds import CallKind
@@ -19,11 +20,31 @@ from origamig.cluster.records import GiSlot, Placement
 from origamig.judge.replay import ReplayResult, replay_plan
 from origamig.snapshot.document import placement_json
 
-# A plan's life: running (steps being handed out) → done (every step acknowledged), failed (a step
-# was reported failed: the rest is aborted), aborted (a step no longer fits the live state, or was
-# not acknowledged in time) or cancelled (by a client).
-RUNNING, DONE, FAILED, ABORTED, CANCELLED = "running", "done", "failed", "aborted", "cancelled"
-STEP_DONE, STEP_FAILED, STEP_PENDING, STEP_ABORTED = "done", "failed", "pending", "aborted"
+
+class PlanStatus(StrEnum):
+    """A plan's life: running (steps being handed out) → done (every step acknowledged), failed (a
+    step was reported failed: the rest is aborted), aborted (a step no longer fits the live state, or
+    was not acknowledged in time) or cancelled (by a client)."""
+
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    ABORTED = "aborted"
+    CANCELLED = "cancelled"
+
+
+class StepStatus(StrEnum):
+    """A step of a plan: acknowledged done, reported failed, pending while the plan runs, or aborted
+    when the plan ended before it."""
+
+    DONE = "done"
+    FAILED = "failed"
+    PENDING = "pending"
+    ABORTED = "aborted"
+
+
+ACKNOWLEDGED = (StepStatus.DONE, StepStatus.FAILED)  # what a client reports a step as
+
 # Why a plan was aborted: its next step was not acknowledged in time, or no longer fit the live state.
 TIMEOUT, STALE = "timeout", "stale"
 
@@ -40,7 +61,7 @@ class LivePlan:
     admitted: tuple[str, ...] = ()  # pending VMs the plan starts
     rejected: tuple[str, ...] = ()  # pending VMs the call gave up on (removed from the queue)
     pms: frozenset[int] = frozenset()  # PMs held while it runs: no arrival goes there
-    status: str = RUNNING
+    status: PlanStatus = PlanStatus.RUNNING
     done: int = 0  # steps acknowledged done
     reason: str = ""
     cause: str = ""  # an aborted plan's: TIMEOUT or STALE
@@ -55,14 +76,14 @@ class LivePlan:
 
     @property
     def next_step(self) -> int | None:
-        return self.done if self.status == RUNNING and self.done < len(self.steps) else None
+        return self.done if self.status == PlanStatus.RUNNING and self.done < len(self.steps) else None
 
-    def step_status(self, n: int) -> str:
+    def step_status(self, n: int) -> StepStatus:
         if n < self.done:
-            return STEP_DONE
-        if n == self.done and self.status == FAILED:
-            return STEP_FAILED
-        return STEP_PENDING if self.status == RUNNING else STEP_ABORTED
+            return StepStatus.DONE
+        if n == self.done and self.status == PlanStatus.FAILED:
+            return StepStatus.FAILED
+        return StepStatus.PENDING if self.status == PlanStatus.RUNNING else StepStatus.ABORTED
 
     def to_json(self, pm_ids: Sequence[str]) -> dict[str, Any]:
         return {
@@ -109,7 +130,7 @@ class LivePlan:
             admitted=tuple(doc["admitted"]),
             rejected=tuple(doc["rejected"]),
             pms=frozenset(dc.index[p] for p in doc["pms"]),
-            status=doc["status"],
+            status=PlanStatus(doc["status"]),
             done=doc["done"],
             reason=doc["reason"],
             cause=doc.get("cause", ""),
@@ -172,18 +193,18 @@ def placement_after(dc: DataCenter, plan: LivePlan, upto: int) -> dict[str, Plac
     return {v: final[v] for v in plan_vms(plan.steps) if v in final}
 
 
-def finished(plan: LivePlan, status: str, reason: str = "", cause: str = "") -> LivePlan:
+def finished(plan: LivePlan, status: PlanStatus, reason: str = "", cause: str = "") -> LivePlan:
     return replace(plan, status=status, reason=reason, cause=cause)
 
 
-def end_counts(plans: Iterable[LivePlan]) -> tuple[dict[str, int], dict[str, int]]:
+def end_counts(plans: Iterable[LivePlan]) -> tuple[dict[PlanStatus, int], dict[str, int]]:
     """How many plans are in each state, and why those aborted were: `timeout`, `stale` before their
     first step (the cluster changed while the plan was made) or `stale` later."""
-    states = dict.fromkeys((RUNNING, DONE, FAILED, ABORTED, CANCELLED), 0)
+    states = dict.fromkeys(PlanStatus, 0)
     causes = {"timeout": 0, "stale_before_first_step": 0, "stale_later": 0}
     for plan in plans:
         states[plan.status] = states.get(plan.status, 0) + 1
-        if plan.status == ABORTED:
+        if plan.status == PlanStatus.ABORTED:
             if plan.cause == TIMEOUT:
                 causes["timeout"] += 1
             else:
