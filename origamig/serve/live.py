@@ -24,8 +24,7 @@ from origamig.policies.runtime import CallEnd, Runtime
 from origamig.serve.fit import arrival_fit, fit_on_pm
 from origamig.serve.plans import (
     ACKNOWLEDGED,
-    STALE,
-    TIMEOUT,
+    AbortCause,
     LivePlan,
     PlanStatus,
     StepStatus,
@@ -374,13 +373,13 @@ class Live:
                     plan,
                     PlanStatus.ABORTED,
                     f"step {n} was not acknowledged within {self.step_timeout_s:g} s",
-                    TIMEOUT,
+                    AbortCause.TIMEOUT,
                 )
             if n is not None:
                 problem = step_problem(self.dc, plan, n)
                 if problem is not None:
                     why = f"step {n} no longer fits the live state: {problem}"
-                    plan = self._end(plan, PlanStatus.ABORTED, why, STALE)
+                    plan = self._end(plan, PlanStatus.ABORTED, why, AbortCause.STALE)
             return plan
 
     def _timed_out(self, plan: LivePlan) -> bool:
@@ -457,7 +456,9 @@ class Live:
         dc.apply_placement({v: pl for v, pl in before.items() if pl is not None})
         self.touched(*range(len(dc.pms)))
 
-    def _end(self, plan: LivePlan, status: PlanStatus, reason: str, cause: str = "") -> LivePlan:
+    def _end(
+        self, plan: LivePlan, status: PlanStatus, reason: str, cause: AbortCause = AbortCause.NONE
+    ) -> LivePlan:
         orphans, idle = leftovers(self.dc, plan)
         plan = replace(finished(plan, status, reason, cause), orphan_gis=orphans, idle_pms=idle)
         with self.store.transaction() as db:

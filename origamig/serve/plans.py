@@ -45,8 +45,14 @@ class StepStatus(StrEnum):
 
 ACKNOWLEDGED = (StepStatus.DONE, StepStatus.FAILED)  # what a client reports a step as
 
-# Why a plan was aborted: its next step was not acknowledged in time, or no longer fit the live state.
-TIMEOUT, STALE = "timeout", "stale"
+
+class AbortCause(StrEnum):
+    """Why a plan was aborted: its next step was not acknowledged in time, or no longer fit the live
+    state (none for a plan not aborted)."""
+
+    NONE = ""
+    TIMEOUT = "timeout"
+    STALE = "stale"
 
 
 @dataclass(frozen=True)
@@ -64,7 +70,7 @@ class LivePlan:
     status: PlanStatus = PlanStatus.RUNNING
     done: int = 0  # steps acknowledged done
     reason: str = ""
-    cause: str = ""  # an aborted plan's: TIMEOUT or STALE
+    cause: AbortCause = AbortCause.NONE
     gain: float | None = None
     modeled_s: float = 0.0  # the call's deterministic time (docs/simulator.md); when a replay acknowledges it
     rejected_reasons: Mapping[str, str] = field(default_factory=dict)  # why each of `rejected` is
@@ -133,7 +139,7 @@ class LivePlan:
             status=PlanStatus(doc["status"]),
             done=doc["done"],
             reason=doc["reason"],
-            cause=doc.get("cause", ""),
+            cause=AbortCause(doc.get("cause", "")),
             gain=doc["gain"],
             modeled_s=doc.get("modeled_s", 0.0),
             rejected_reasons=dict(doc.get("rejected_reasons", {})),
@@ -193,7 +199,9 @@ def placement_after(dc: DataCenter, plan: LivePlan, upto: int) -> dict[str, Plac
     return {v: final[v] for v in plan_vms(plan.steps) if v in final}
 
 
-def finished(plan: LivePlan, status: PlanStatus, reason: str = "", cause: str = "") -> LivePlan:
+def finished(
+    plan: LivePlan, status: PlanStatus, reason: str = "", cause: AbortCause = AbortCause.NONE
+) -> LivePlan:
     return replace(plan, status=status, reason=reason, cause=cause)
 
 
@@ -205,7 +213,7 @@ def end_counts(plans: Iterable[LivePlan]) -> tuple[dict[PlanStatus, int], dict[s
     for plan in plans:
         states[plan.status] = states.get(plan.status, 0) + 1
         if plan.status == PlanStatus.ABORTED:
-            if plan.cause == TIMEOUT:
+            if plan.cause == AbortCause.TIMEOUT:
                 causes["timeout"] += 1
             else:
                 causes["stale_before_first_step" if plan.done == 0 else "stale_later"] += 1
