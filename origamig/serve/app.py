@@ -26,7 +26,7 @@ from origamig.files import parse_json_text
 from origamig.serve.door import body_problems, id_problem, plain_int
 from origamig.serve.k8s import filter_nodes, prioritize_nodes
 from origamig.serve.kubevirt import kubevirt_flow
-from origamig.serve.live import Conflict, DuplicateVm, Live, StepConflict, UnknownPlan
+from origamig.serve.live import ArrivalStatus, Conflict, DuplicateVm, Live, StepConflict, UnknownPlan
 from origamig.serve.optimizer import Optimizer
 from origamig.serve.plans import ACKNOWLEDGED, StepStatus
 from origamig.serve.replay import ReplayClock
@@ -40,6 +40,9 @@ from origamig.serve.tls import client_subject
 MAX_BODY = 1 << 20  # bytes of a request body (a 5,000-node ExtenderArgs with whole Node objects fits)
 
 Handler = Callable[[Request], Awaitable[Response]]
+
+# The status code `POST /v1/vms` answers with, for each outcome of the request.
+ARRIVAL_CODES = {ArrivalStatus.PLACED: 201, ArrivalStatus.PENDING: 202, ArrivalStatus.REJECTED: 422}
 
 
 class HttpError(Exception):
@@ -162,7 +165,7 @@ def build_app(
 
     async def post_vm(request: Request) -> Response:
         arrival = await run_in_threadpool(live.arrive, await read_json(request))
-        status = {"placed": 201, "pending": 202, "rejected": 422}[arrival.status]
+        status = ARRIVAL_CODES[arrival.status]
         return JSONResponse(arrival.to_json(), status_code=status)
 
     async def get_vm(request: Request) -> Response:

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from typing import Any
 
 from origamig.call.kinds import CallKind
@@ -76,13 +77,20 @@ REQUEST_KEYS = (
 )
 
 
+class ArrivalStatus(StrEnum):
+    """What became of a VM request."""
+
+    PLACED = "placed"  # with its snapshot placement
+    PENDING = "pending"  # waits for the optimizer
+    REJECTED = "rejected"  # fits nowhere and will not wait
+
+
 @dataclass(frozen=True)
 class Arrival:
-    """What became of a VM request: `placed` (with its snapshot placement), `pending` (waits for the
-    optimizer) or `rejected` (fits nowhere and will not wait), and why."""
+    """What became of a VM request, where it runs when placed, and why it was not."""
 
     vm: str
-    status: str
+    status: ArrivalStatus
     placement: Mapping[str, Any] | None = None
     reason: str = ""
 
@@ -196,7 +204,7 @@ class Live:
                 else:
                     decision = self.runtime.arrive(vm, now)
                 if isinstance(decision, Rejection):
-                    return Arrival(vm.id, "rejected", reason=decision.reason)
+                    return Arrival(vm.id, ArrivalStatus.REJECTED, reason=decision.reason)
                 where = (
                     placement_json(dc.pms, {vm.id: decision.placement})[vm.id]
                     if isinstance(decision, Placed)
@@ -219,8 +227,8 @@ class Live:
                 if self.recording is not None:
                     self.recording.append(("arrive", vm, now))
         if isinstance(decision, Deferred):
-            return Arrival(vm.id, "pending", reason=decision.reason)
-        return Arrival(vm.id, "placed", placement=where)
+            return Arrival(vm.id, ArrivalStatus.PENDING, reason=decision.reason)
+        return Arrival(vm.id, ArrivalStatus.PLACED, placement=where)
 
     def _placed_by_others(self, raw: dict[str, Any], vm: VmSpec) -> Placement:
         """Where a VM placed by others runs: at `raw["placement"]` as given, or on `raw["pm"]` where
