@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from origamig.cluster.datacenter import DataCenter
@@ -61,6 +62,17 @@ class Rejection:
 ArrivalDecision = Placed | Deferred | Rejection
 
 
+class CallOutcome(StrEnum):
+    """What an OrigaMIG call did (`CallStats.outcome`): its `Status`, with `unchanged` split in two."""
+
+    APPLIED = "applied"  # improved: its plan is applied
+    NOT_BETTER = "not_better"  # unchanged: its solution moves or admits some VM, not strictly better
+    NO_CHANGE = "no_change"  # unchanged: its solution keeps every VM where it is
+    STOPPED_AT_LIMIT = "stopped_at_limit"
+    SOLVER_ERROR = "solver_error"
+    PLAN_INFEASIBLE = "plan_infeasible"
+
+
 @dataclass(frozen=True)
 class CallStats:
     """What one OrigaMIG solver call found (`Work.call`), for counters, reports and the triggers."""
@@ -76,14 +88,15 @@ class CallStats:
     detail: str = ""
 
     @property
-    def outcome(self) -> str:
-        """The status, with `unchanged` split: applied | not_better | no_change | stopped_at_limit |
-        solver_error | plan_infeasible."""
-        if self.status == "improved":
-            return "applied"
-        if self.status == "unchanged":
-            return "not_better" if self.changed else "no_change"
-        return str(self.status)
+    def outcome(self) -> CallOutcome:
+        """The status, with `unchanged` split in two."""
+        from origamig.call.decision import Status  # loaded already: it made `status`
+
+        if self.status == Status.IMPROVED:
+            return CallOutcome.APPLIED
+        if self.status == Status.UNCHANGED:
+            return CallOutcome.NOT_BETTER if self.changed else CallOutcome.NO_CHANGE
+        return CallOutcome(self.status)
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,16 @@ from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import VmSpec, Weights
 from origamig.memo import remember
 from origamig.policies.arrival_rule import choose_pm, first_fit
-from origamig.policies.base import ArrivalDecision, CallStats, Deferred, Placed, Rejection, Work, register
+from origamig.policies.base import (
+    ArrivalDecision,
+    CallOutcome,
+    CallStats,
+    Deferred,
+    Placed,
+    Rejection,
+    Work,
+    register,
+)
 from origamig.policies.optimizer.options import (
     DEFAULT_ARRIVAL,  # noqa: F401 — sweeps import it from here
     Arrival,
@@ -326,7 +335,12 @@ def _proved_unchanged(work: Work) -> bool:
     """A call whose solver proved that keeping every VM in place is optimal: on the same model any
     solve finds nothing strictly better (the optimum is a property of the model, not of the run)."""
     call = work.call
-    return call is not None and not work.applied and call.outcome == "no_change" and call.proved_optimal
+    return (
+        call is not None
+        and not work.applied
+        and call.outcome == CallOutcome.NO_CHANGE
+        and call.proved_optimal
+    )
 
 
 # The phases of a call's wall time (bound_s: the LP bound before the MIP, docs/model.md#no-change-proof).
