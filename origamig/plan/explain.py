@@ -23,7 +23,7 @@ from typing import Any
 
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import GiSlot, Placement, PmSpec, VmSpec
-from origamig.plan.steps import CreateGi, Migrate, Plan, PowerOff, Start
+from origamig.plan.steps import CreateGi, Migrate, Plan, PowerOff, Start, StepOp
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class MoveNote:
 
     step: int
     vm: str
-    op: str  # migrate | start
+    op: StepOp  # migrate | start
     parking: bool
     from_pm: str | None  # None for a start
     from_gis: tuple[GiSlot, ...]
@@ -69,7 +69,7 @@ def _at(pm: str, gis: tuple[GiSlot, ...]) -> str:
 class _Move:
     step: int
     vm: str
-    op: str
+    op: StepOp
     parking: bool
     src: int | None
     old: tuple[GiSlot, ...]
@@ -118,13 +118,13 @@ def _walk(dc: DataCenter, plan: Plan) -> list[_Move]:
             fresh = created.pop(s.vm, {})
             new = tuple(fresh.get(n, slot) for n, slot in enumerate(old))
             dst = dc.index[s.to_pm]
-            out.append(_Move(i, s.vm, "migrate", s.parking, src, old, dst, new))
+            out.append(_Move(i, s.vm, StepOp.MIGRATE, s.parking, src, old, dst, new))
             where[s.vm] = (dst, new)
         elif isinstance(s, Start):
             fresh = created.pop(s.vm, {})
             new = tuple(fresh[n] for n in sorted(fresh))
             dst = dc.index[s.pm]
-            out.append(_Move(i, s.vm, "start", s.parking, None, (), dst, new))
+            out.append(_Move(i, s.vm, StepOp.START, s.parking, None, (), dst, new))
             where[s.vm] = (dst, new)
     return out
 
@@ -153,7 +153,7 @@ def _why(
     before: DataCenter,
     after: DataCenter,
 ) -> str:
-    if m.op == "start":
+    if m.op == StepOp.START:
         return f"admits {m.vm}"
     assert m.src is not None
     pms = before.pms
@@ -162,7 +162,7 @@ def _why(
     if not helped and m.src != m.dst and not _fits_beside_end(after, m.src, specs[m.vm]):
         # It frees cores and RAM that VMs arriving on its PM need (it could not stay beside them).
         helped = [u for u in later if u.vm != m.vm and u.dst == m.src and u.src != m.src]
-    beneficiary = next((u for u in helped if u.op == "start"), helped[0] if helped else None)
+    beneficiary = next((u for u in helped if u.op == StepOp.START), helped[0] if helped else None)
     src = names[m.src]
     if m.parking:
         aside = f" for {beneficiary.vm}" if beneficiary is not None else ""
@@ -175,7 +175,7 @@ def _why(
     if emptied:
         return " and ".join(f"switches off GPU {k} of {src}" for k in emptied)
     if beneficiary is not None:
-        if beneficiary.op == "start":
+        if beneficiary.op == StepOp.START:
             return f"admits {beneficiary.vm} (makes room for it)"
         return f"makes room for {beneficiary.vm}"
     gains = [

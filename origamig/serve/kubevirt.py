@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from origamig.cluster.records import VmSpec
+from origamig.plan.steps import StepOp
 from origamig.serve.plans import LivePlan
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -53,7 +54,7 @@ def kubevirt_flow(plan: LivePlan, specs: Mapping[str, VmSpec], namespace: str = 
     items = []
     for n, step in enumerate(plan.steps):
         item: dict[str, Any] = {"n": n, "status": plan.step_status(n), "op": step["op"], "step": dict(step)}
-        if step["op"] == "migrate":
+        if step["op"] == StepOp.MIGRATE:
             vm = specs.get(str(step["vm"]))
             if vm is not None and len(vm.gis) > 1:
                 item["warning"] = MULTI_GI_WARNING
@@ -62,7 +63,7 @@ def kubevirt_flow(plan: LivePlan, specs: Mapping[str, VmSpec], namespace: str = 
             else:
                 item["manifest"] = None
                 item["note"] = "a move between GIs of one node: KubeVirt migrates between nodes only"
-        elif step["op"] in ("create_gi", "destroy_gi"):
+        elif step["op"] in (StepOp.CREATE_GI, StepOp.DESTROY_GI):
             vm = specs.get(str(step["vm"]))
             if vm is not None:
                 prof = vm.gis[int(step["gi"])]

@@ -18,6 +18,7 @@ from origamig.call.kinds import CallKind
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import GiSlot, Placement
 from origamig.judge.replay import ReplayResult, replay_plan
+from origamig.plan.steps import StepOp
 from origamig.snapshot.document import placement_json
 
 
@@ -225,10 +226,12 @@ def leftovers(dc: DataCenter, plan: LivePlan) -> tuple[tuple[dict[str, Any], ...
     steps made that no VM runs on (and no acknowledged `destroy_gi` removed), and the PMs it switched
     on or was to switch off that host no VM now."""
     done = plan.steps[: plan.done]
-    destroyed = {(s["vm"], s["gi"], s["pm"], s["gpu"], s["start"]) for s in done if s["op"] == "destroy_gi"}
+    destroyed = {
+        (s["vm"], s["gi"], s["pm"], s["gpu"], s["start"]) for s in done if s["op"] == StepOp.DESTROY_GI
+    }
     orphans = []
     for n, s in enumerate(done):
-        if s["op"] != "create_gi" or (s["vm"], s["gi"], s["pm"], s["gpu"], s["start"]) in destroyed:
+        if s["op"] != StepOp.CREATE_GI or (s["vm"], s["gi"], s["pm"], s["gpu"], s["start"]) in destroyed:
             continue
         pl = dc.placement.get(str(s["vm"]))
         runs_on = (
@@ -239,6 +242,6 @@ def leftovers(dc: DataCenter, plan: LivePlan) -> tuple[tuple[dict[str, Any], ...
         )
         if not runs_on:
             orphans.append({k: s[k] for k in ("vm", "gi", "pm", "gpu", "start")} | {"step": n})
-    power = {str(s["pm"]) for s in plan.steps if s["op"] in ("power_on", "power_off")}
+    power = {str(s["pm"]) for s in plan.steps if s["op"] in (StepOp.POWER_ON, StepOp.POWER_OFF)}
     idle = tuple(sorted(pm for pm in power if pm in dc.index and not dc.is_active(dc.index[pm])))
     return tuple(orphans), idle
