@@ -313,11 +313,13 @@ def _report(path: Path, snap: Snapshot, out: Outcome, summary: dict[str, Any]) -
     brackets)."""
     from rich.text import Text
 
+    from origamig.call.decision import Status
     from origamig.plan.render import plan_table, text_table
 
     code = exit_code(out.status)
     status = Text(
-        f"status: {out.status}", style={"improved": "green", "unchanged": "yellow"}.get(out.status, "red")
+        f"status: {out.status}",
+        style={Status.IMPROVED: "green", Status.UNCHANGED: "yellow"}.get(out.status, "red"),
     )
     status.append(
         f": objective {out.before.value:g} → {out.after.value:g} ({out.note})"
