@@ -37,7 +37,7 @@ from origamig.call.neighborhood import (
     select_random,
 )
 from origamig.cluster.datacenter import DataCenter
-from origamig.cluster.records import VmSpec, Weights
+from origamig.cluster.records import NO_GPU_CLASS, VmSpec, Weights
 from origamig.memo import remember
 from origamig.policies.arrival_rule import choose_pm, first_fit
 from origamig.policies.base import (
@@ -146,7 +146,7 @@ class OrigaMIG:
     def depart(self, dc: DataCenter, vm_id: str, now: float) -> None:
         h = self._vm_class.pop(vm_id, None)
         # A VM with GIs ran on a PM of its class; one without GIs may have run anywhere.
-        self.triggers.departed(None if h is None or not h or h == "none" else frozenset({h}))
+        self.triggers.departed(None if h is None or not h or h == NO_GPU_CLASS else frozenset({h}))
         self._visited.clear()
 
     # --- calls ------------------------------------------------------------------------------
