@@ -6,7 +6,7 @@ import pytest
 from cli_helpers import run_main
 
 from origamig.call.neighborhood import Bound
-from origamig.cli.simulate import parse_options
+from origamig.cli.arguments import parse_options
 from origamig.errors import UserError
 from origamig.policies.base import make_policy
 from origamig.solver_registry import backend_names

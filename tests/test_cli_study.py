@@ -7,7 +7,7 @@ import io
 import json
 from pathlib import Path
 
-from origamig.cli.report import scale_text
+from origamig.cli.results_view import scale_text
 from origamig.study.progress import Job, RunsProgress
 from origamig.study.runner import FailedRun
 from origamig.study.sweep import code_id

@@ -150,3 +150,22 @@ def test_every_layer_is_a_folder_or_a_root_module() -> None:
                 continue
             path = PACKAGE.joinpath(*parts)
             assert path.is_dir() or path.with_suffix(".py").is_file(), prefix
+
+
+def command_modules() -> list[str]:
+    """The modules of `origamig/cli/` that are a command: those that `register` one with the app."""
+    out = []
+    for path in sorted((PACKAGE / "cli").glob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        if any(isinstance(n, ast.FunctionDef) and n.name == "register" for n in tree.body):
+            out.append(module_name(path))
+    return out
+
+
+def test_no_command_module_imports_another(graph: nx.DiGraph) -> None:
+    """What two commands share lives in a module of its own (`cli/arguments.py`,
+    `cli/results_view.py`, ...) or in the library, not in one of the commands."""
+    commands = command_modules()
+    assert len(commands) >= 8 and "origamig.cli.solve" in commands
+    crossing = [f"{a} imports {b}" for a in commands for b in graph.successors(a) if b in commands]
+    assert crossing == []

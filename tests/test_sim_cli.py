@@ -8,9 +8,10 @@ import pytest
 from typer.testing import CliRunner
 
 from origamig.cli.app import app, main
-from origamig.cli.simulate import parse_duration, parse_seeds
+from origamig.cli.arguments import parse_duration
 from origamig.errors import UserError
 from origamig.sim.metrics import METRIC_NAMES
+from origamig.study.seeds import parse_seeds
 
 DOCUMENTED_METRIC_NAMES = (  # docs/simulator.md#metrics, verbatim
     "acceptance", "active_pms", "active_gpus", "packing_density", "energy_mwh", "energy_kwh_per_gpu_hour",

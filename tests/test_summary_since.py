@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from origamig.cli.check import summarize
 from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.summary import summarize
 from tests.profiles import examples
 from tests.strategies import datacenters, first_fit_placement, random_states, vm_specs
 

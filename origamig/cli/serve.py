@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from origamig.cli.simulate import parse_options
+from origamig.cli.arguments import parse_options
 from origamig.cli.switches import INTRA_PM_HELP, Switch
 from origamig.errors import UserError, require_extra
 from origamig.serve.run import (

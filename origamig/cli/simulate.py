@@ -3,18 +3,26 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
+from origamig.cli.arguments import (
+    LOADS,
+    OPTIONS,
+    POLICY_HELP,
+    SCHEDULER,
+    SEEDS_HELP,
+    parse_duration,
+    parse_loads,
+    parse_options,
+    split_list,
+)
+from origamig.cli.results_view import summary_table
 from origamig.cli.terminal import operator_console
 from origamig.errors import UserError
-from origamig.files import MAX_DEPTH, nesting_depth
-from origamig.policies.base import option_names, policy_factory, policy_names
 from origamig.sim.scenario import VARIANTS, SimConfig, validate
 from origamig.snapshot.document import write_json_atomic
 from origamig.solver_registry import DEFAULT_BACKEND, backend_names
@@ -22,112 +30,6 @@ from origamig.study.progress import Job, RunsProgress
 from origamig.study.results import document
 from origamig.study.runner import FailedRun, RunSpec, kept_result, kept_run_path, run_all
 from origamig.study.seeds import parse_seeds
-from origamig.study.spread import SPREAD_NOTE, spread_text
-
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_duration(text: str, option: str) -> float:
-    """'48h', '30m', '2d', '90s' or plain seconds → seconds."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d*)?)\s*([smhd]?)\s*", text)
-    if not m:
-        raise UserError(f"{option}: {text!r} is not a duration (e.g. 48h, 30m, 2d, 3600)")
-    return float(m.group(1)) * _UNITS[m.group(2) or "s"]
-
-
-def split_list(values: list[str]) -> list[str]:
-    return [v.strip() for item in values for v in item.split(",") if v.strip()]
-
-
-def parse_loads(values: list[str]) -> list[float]:
-    loads = []
-    for v in split_list(values):
-        try:
-            loads.append(float(v))
-        except ValueError:
-            raise UserError(f"--load: {v!r} is not a number") from None
-    return loads
-
-
-def format_stat(stats: dict[str, Any], scale: float = 1.0, digits: int = 1) -> str:
-    """`mean±ci` from 3 seeds, `mean (min–max)` for 2, the mean for 1, `–` when undefined."""
-    return spread_text(stats, scale, digits, sep="±")
-
-
-# (column, metric, scale, digits)
-COLUMNS: tuple[tuple[str, str, float, int], ...] = (
-    ("accept %", "acceptance", 100, 1),
-    ("active PMs", "active_pms", 1, 1),
-    ("active GPUs", "active_gpus", 1, 1),
-    ("packing %", "packing_density", 100, 1),
-    ("energy MWh", "energy_mwh", 1, 2),
-    ("kWh/GPU-h", "energy_kwh_per_gpu_hour", 1, 3),
-    ("switch/h", "switch_ons_per_hour", 1, 1),
-    ("migr/h", "migrations_per_hour", 1, 1),
-    ("wait s", "mean_wait_s", 1, 1),
-    ("calls/h", "calls_per_hour", 1, 1),
-    ("call s", "median_call_s", 1, 2),
-)
-
-
-def parse_options(items: list[str], policies: list[str]) -> tuple[tuple[str, Any], ...]:
-    """`KEY=VALUE` strings → (key, value) pairs; a value is read as JSON when it parses (numbers,
-    true/false, null), else kept as a string. A key that none of `policies` accepts is an error."""
-    accepted: set[str] = set()
-    for name in policies:
-        accepted |= option_names(policy_factory(name)) or set()
-    out: list[tuple[str, Any]] = []
-    problems = []
-    for item in items:
-        key, sep, raw = item.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            problems.append(f"--option: {item!r} is not KEY=VALUE")
-            continue
-        if key not in accepted:
-            known = ", ".join(sorted(accepted - {"weights"})) or "none"
-            problems.append(f"--option: {key!r} is not an option of {', '.join(policies)} (known: {known})")
-            continue
-        try:
-            value: Any = json.loads(raw)
-        except (json.JSONDecodeError, RecursionError):
-            value = raw
-        if nesting_depth(value, MAX_DEPTH) > MAX_DEPTH:
-            problems.append(f"--option: {key}: value nested deeper than {MAX_DEPTH} levels")
-            continue
-        out.append((key, value))
-    if problems:
-        raise UserError(problems)
-    return tuple(out)
-
-
-def summary_table(doc: dict[str, Any]) -> Table:
-    """Metrics as rows, one column per (variant, load, policy): narrow enough for a terminal."""
-    rows = doc["summary"]
-    variants = sorted({r["variant"] for r in rows})
-    title = "mean±95% CI over seeds" + (f", variant {variants[0]}" if len(variants) == 1 else "")
-    table = Table(title=f"Simulation results ({title})", caption=SPREAD_NOTE)
-    table.add_column("metric")
-    for r in rows:
-        head = f"{r['policy']}\nρ={r['load']:g}, {len(r['seeds'])} seeds"
-        head += f"\n{r['fleet']}" if r.get("fleet") else ""
-        table.add_column(head + (f"\n{r['variant']}" if len(variants) > 1 else ""), justify="right")
-    for label, metric, scale, digits in COLUMNS:
-        table.add_row(label, *(format_stat(r["metrics"][metric], scale, digits) for r in rows))
-    return table
-
-
-# Options `simulate` shares with `study`.
-POLICY_HELP = f"{', '.join(policy_names())} (repeat or comma-separate)."
-LOADS = typer.Option("--load", help="Offered load ρ (repeat or comma-separate; 0.85).")
-SEEDS_HELP = "Seeds: N (seeds 1..N), A..B, or a list such as 1,2,3"
-SCHEDULER = typer.Option("--scheduler", help="Dask scheduler address tcp://HOST:PORT.")
-OPTIONS = typer.Option(
-    "--option",
-    "-o",
-    help="Policy option KEY=VALUE (repeatable), e.g. m_max=8, delta=20, theta=2, timer_s=900, "
-    "random_neighborhoods=true, admission_calls=false, time_limit_s=5, tc_rule=literal, period_s=3600.",
-)
 
 
 def simulate(

@@ -65,7 +65,7 @@ def _weights(base: Weights, overrides: dict[str, float | None]) -> Weights:
 
 def _summaries(snap: Snapshot, out: Outcome) -> dict[str, Any]:
     """The counts of the state before and after the plan; the after from the PMs the plan changed."""
-    from origamig.cli.check import summarize
+    from origamig.cluster.summary import summarize
 
     before = summarize(out.start_state, snap.pms)
     return {"before": before, "after": summarize(out.end_state, out.pms_out, since=(out.start_state, before))}

@@ -8,8 +8,7 @@ from typing import Annotated
 
 import typer
 
-from origamig.cli.report import draw, refuse_overwrite
-from origamig.cli.simulate import (
+from origamig.cli.arguments import (
     LOADS,
     OPTIONS,
     POLICY_HELP,
@@ -19,6 +18,7 @@ from origamig.cli.simulate import (
     parse_options,
     split_list,
 )
+from origamig.cli.results_view import draw, refuse_overwrite
 from origamig.errors import UserError
 from origamig.solver_registry import backend_names
 from origamig.study.results import runs_document
