@@ -164,22 +164,10 @@ def select_admission(
     class_sets = {h: set(pms) for h, pms in candidates_by_class.items()}
     for n, vm_id in enumerate(queue):
         vm = dc.pending[vm_id]
-        classes_of_vm = [class_sets.get(h, set()) for h in vm.gpu_classes] if vm.gis else None
-        fit: Iterator[int] = (
-            j
-            for j in active
-            if (classes_of_vm is None or any(j in c for c in classes_of_vm)) and fits_counts(dc, vm, j)
-        )
-        first = next(fit, None)
-        by_load = first is not None  # `fit` ascends by VM count
+        first, fit, by_load = _fitting(dc, vm, active, class_sets, candidates_by_class, all_pms)
         if first is None:
-            pool = _pool(candidates_by_class, vm) if vm.gis else all_pms
-            spares = [j for j in pool if fits_counts(dc, vm, j, empty=True)]
-            spares.sort(key=lambda j: (not dc.is_active(j), -_free_memory_slices(dc, j), j))
-            if not spares:
-                rejected.append(vm_id)
-                continue
-            first, fit = spares[0], iter(spares[1:])
+            rejected.append(vm_id)
+            continue
         # The first PM of the oldest pending VM is always taken, whatever N_max says.
         force = not pending and n == len(rejected)
         if b.take_pending(first, force):
@@ -220,6 +208,33 @@ def select_admission(
     if spare is not None and not b.full:
         b.add(spare)
     return Neighborhood(tuple(b.pms), tuple(pending), tuple(rejected), CallKind.ADMISSION)
+
+
+def _fitting(
+    dc: DataCenter,
+    vm: VmSpec,
+    active: list[int],
+    class_sets: dict[str, set[int]],
+    candidates_by_class: dict[str, list[int]],
+    all_pms: list[int],
+) -> tuple[int | None, Iterator[int], bool]:
+    """The PMs a pending VM fits by counts, in Algorithm 1's order: the first, the rest (read lazily),
+    and whether they ascend by VM count. Active PMs that fit as they are, fewest VMs first (`active`
+    is so sorted); if none, PMs that would fit it empty, active first, most free memory slices first.
+    (None, ...) when it fits no PM even empty."""
+    classes_of_vm = [class_sets.get(h, set()) for h in vm.gpu_classes] if vm.gis else None
+    fit: Iterator[int] = (
+        j
+        for j in active
+        if (classes_of_vm is None or any(j in c for c in classes_of_vm)) and fits_counts(dc, vm, j)
+    )
+    first = next(fit, None)
+    if first is not None:
+        return first, fit, True
+    pool = _pool(candidates_by_class, vm) if vm.gis else all_pms
+    spares = [j for j in pool if fits_counts(dc, vm, j, empty=True)]
+    spares.sort(key=lambda j: (not dc.is_active(j), -_free_memory_slices(dc, j), j))
+    return (spares[0], iter(spares[1:]), False) if spares else (None, iter(()), False)
 
 
 def _pool(candidates_by_class: dict[str, list[int]], vm: VmSpec) -> list[int]:
