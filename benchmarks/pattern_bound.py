@@ -3,7 +3,7 @@ that sees whole PMs closes, and what it costs.
 
 For each recorded call (default: the 60 recorded 128-PM calls) it solves the MIP to optimality (HiGHS,
 one thread, as `root_gap` does), then computes the LP bound and the PM-pattern bound of
-`origamig/bilp/pattern_bound.py` to convergence, side by side in one run. The root gap is a bound minus
+`benchmarks/pm_pattern_bound.py` to convergence, side by side in one run. The root gap is a bound minus
 the MIP optimum; the pattern bound's share closed is 1 − its gap / the LP's gap.
 
     python -m benchmarks.pattern_bound                 # the 60 recorded 128-PM calls (about 30 min)
@@ -20,11 +20,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.pm_pattern_bound import pattern_bound
 from benchmarks.publish import write_json
 from benchmarks.root_gap import EXACT, calls_parser, parse_calls
 from benchmarks.solver_replay import snapshot_models
 from origamig.bilp.backends import highs
-from origamig.bilp.pattern_bound import pattern_bound
 
 RESULTS = Path(__file__).resolve().parent / "results" / "pattern_bound.json"
 

@@ -1,4 +1,4 @@
-"""The PM-pattern bound (origamig/bilp/pattern_bound.py): a valid bound however early it stops, never
+"""The PM-pattern bound (benchmarks/pm_pattern_bound.py): a valid bound however early it stops, never
 weaker than the LP bound, and on a recorded call it closes the LP's root gap."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from bilp_instances import A30, A100, fragmented
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from benchmarks.pm_pattern_bound import column_pms, pattern_bound
 from benchmarks.solver_replay import snapshot_models
 from origamig.bilp import Limits, build_model, compile_model, restrict
 from origamig.bilp.backends import highs
-from origamig.bilp.pattern_bound import column_pms, pattern_bound
 from origamig.cluster.records import Weights
 from tests.profiles import examples
 
