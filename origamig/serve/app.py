@@ -103,6 +103,146 @@ async def read_json(request: Request) -> Any:
     return doc
 
 
+# What a refused change means in HTTP: the first class a failure is an instance of gives the status.
+REFUSALS: tuple[tuple[type[Exception] | tuple[type[Exception], ...], int], ...] = (
+    (StoreWriteError, 503),
+    ((DuplicateVm, StepConflict, Conflict), 409),
+    (UnknownPlan, 404),
+    (UserError, 400),
+)
+
+
+def refusal(exc: Exception) -> Response | None:
+    """The answer to a request refused by `exc`, or None when `exc` is a bug."""
+    if isinstance(exc, HttpError):
+        return error_response(exc.status, exc.problems)
+    if isinstance(exc, ClientDisconnect):  # the client left (or was cut off) before its body came
+        return Response(status_code=400)
+    for kinds, status in REFUSALS:
+        if isinstance(exc, kinds):
+            return error_response(status, getattr(exc, "problems", [str(exc)]))
+    return None
+
+
+def plan_id(request: Request) -> int:
+    raw = request.path_params["plan_id"]
+    number = plain_int(raw)
+    if number is None:
+        raise HttpError(404, f"plan: {raw[:40]!r} is not a plan id")
+    return number
+
+
+class Routes:
+    """The handlers of the service's routes over `live` (`build_app` wires them)."""
+
+    def __init__(self, live: Live, clock: ReplayClock | None, optimizer: Optimizer | None) -> None:
+        self.live = live
+        self.clock = clock
+        self.optimizer = optimizer
+        self.pm_ids = [pm.id for pm in live.dc.pms]  # the PMs never change while the service runs
+
+    # --- probes and status ---------------------------------------------------------------------
+    async def healthz(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    def optimizer_view(self) -> dict[str, Any]:
+        return self.optimizer.status.to_json() if self.optimizer is not None else {"state": "off"}
+
+    async def readyz(self, request: Request) -> Response:
+        optimizer, problems = self.optimizer, []
+        if optimizer is not None and not optimizer.alive():
+            problems.append("optimizer: its loop has ended")
+        if optimizer is not None and optimizer.stuck(time.time()):
+            problems.append(f"optimizer: a check has run since {optimizer.status.solving_since_s:.0f}")
+        body: dict[str, Any] = {
+            "status": "not ready" if problems else "ready",
+            "optimizer": self.optimizer_view(),
+        }
+        if problems:
+            body |= {"error": "; ".join(problems), "problems": problems}
+        return JSONResponse(body, status_code=503 if problems else 200)
+
+    async def status(self, request: Request) -> Response:
+        live = self.live
+        return JSONResponse({**live.counts(), "now": live.now(), "optimizer": self.optimizer_view()})
+
+    # --- the cluster and its VMs ---------------------------------------------------------------
+    async def snapshot(self, request: Request) -> Response:
+        return Response(await run_in_threadpool(self.live.snapshot_json), media_type="application/json")
+
+    async def post_vm(self, request: Request) -> Response:
+        arrival = await run_in_threadpool(self.live.arrive, await read_json(request))
+        return JSONResponse(arrival.to_json(), status_code=ARRIVAL_CODES[arrival.status])
+
+    async def get_vm(self, request: Request) -> Response:
+        vm_id = request.path_params["vm_id"]
+        status = None if id_problem(vm_id) else await run_in_threadpool(self.live.vm_status, vm_id)
+        if status is None:
+            raise HttpError(404, f"id: {vm_id!r} is not a VM of the service")
+        return JSONResponse(status)
+
+    async def delete_vm(self, request: Request) -> Response:
+        vm_id = request.path_params["vm_id"]
+        if id_problem(vm_id) or not await run_in_threadpool(self.live.depart, vm_id):
+            raise HttpError(404, f"id: {vm_id!r} is not a VM of the service")
+        return Response(status_code=204)
+
+    async def k8s_filter(self, request: Request) -> Response:
+        return JSONResponse(await run_in_threadpool(filter_nodes, self.live, await read_json(request)))
+
+    async def k8s_prioritize(self, request: Request) -> Response:
+        return JSONResponse(await run_in_threadpool(prioritize_nodes, self.live, await read_json(request)))
+
+    # --- plans ---------------------------------------------------------------------------------
+    def every_plan(self) -> dict[str, Any]:
+        live = self.live
+        with live.lock:
+            ids = sorted(live.plans)
+        return {"plans": [live.plan(i).to_json(self.pm_ids) for i in ids]}
+
+    async def list_plans(self, request: Request) -> Response:
+        return JSONResponse(await run_in_threadpool(self.every_plan))
+
+    async def get_plan(self, request: Request) -> Response:
+        plan = await run_in_threadpool(self.live.plan, plan_id(request))
+        return JSONResponse(plan.to_json(self.pm_ids))
+
+    async def ack_step(self, request: Request) -> Response:
+        body = await read_json(request)
+        result = body.get("result") if isinstance(body, dict) else None
+        if result not in ACKNOWLEDGED:
+            raise HttpError(400, f'result: {result!r} is not "done" or "failed"')
+        raw = request.path_params["n"]
+        step = plain_int(raw)
+        if step is None:
+            raise HttpError(404, f"step: {raw[:40]!r} is not a step number")
+        plan = await run_in_threadpool(self.live.acknowledge, plan_id(request), step, StepStatus(result))
+        return JSONResponse(plan.to_json(self.pm_ids))
+
+    async def cancel_plan(self, request: Request) -> Response:
+        plan = await run_in_threadpool(self.live.cancel, plan_id(request))
+        return JSONResponse(plan.to_json(self.pm_ids))
+
+    async def plan_kubevirt(self, request: Request) -> Response:
+        plan = await run_in_threadpool(self.live.plan, plan_id(request))
+        namespace = request.query_params.get("namespace", "default")
+        live = self.live
+        with live.lock:
+            specs = {**live.dc.pending, **live.dc.vms}
+        return JSONResponse(kubevirt_flow(plan, specs, namespace))
+
+    async def set_clock(self, request: Request) -> Response:
+        clock = self.clock
+        if clock is None:
+            raise HttpError(404, "clock: the service runs on the wall clock (start it with --clock replay)")
+        body = await read_json(request)
+        now = body.get("now") if isinstance(body, dict) else None
+        if isinstance(now, bool) or not isinstance(now, int | float):
+            raise HttpError(400, f"now: {now!r} is not a number of seconds")
+        plans = await run_in_threadpool(clock.advance, float(now))
+        return JSONResponse({"now": clock.t, "plans": [p.to_json(self.pm_ids) for p in plans]})
+
+
 def build_app(
     live: Live, token: str, clock: ReplayClock | None = None, optimizer: Optimizer | None = None
 ) -> Starlette:
@@ -120,146 +260,34 @@ def build_app(
                 )
             try:
                 return await handler(request)
-            except HttpError as exc:
-                return error_response(exc.status, exc.problems)
-            except ClientDisconnect:  # the client left (or was cut off) before its body came
-                return Response(status_code=400)
-            except StoreWriteError as exc:
-                return error_response(503, exc.problems)
-            except (DuplicateVm, StepConflict, Conflict) as exc:
-                return error_response(409, exc.problems)
-            except UnknownPlan as exc:
-                return error_response(404, exc.problems)
-            except UserError as exc:
-                return error_response(400, exc.problems)
-            except Exception as exc:  # a bug: logged once with its traceback, answered in JSON
-                log_failure(request, exc)
+            except Exception as exc:
+                refused = refusal(exc)
+                if refused is not None:
+                    return refused
+                log_failure(request, exc)  # a bug: logged once with its traceback, answered in JSON
                 return error_response(
                     500, [f"internal error ({exc.__class__.__name__}); see the service's log"]
                 )
 
         return run
 
-    async def healthz(request: Request) -> Response:
-        return JSONResponse({"status": "ok"})
-
-    def optimizer_view() -> dict[str, Any]:
-        return optimizer.status.to_json() if optimizer is not None else {"state": "off"}
-
-    async def readyz(request: Request) -> Response:
-        problems = []
-        if optimizer is not None and not optimizer.alive():
-            problems.append("optimizer: its loop has ended")
-        if optimizer is not None and optimizer.stuck(time.time()):
-            problems.append(f"optimizer: a check has run since {optimizer.status.solving_since_s:.0f}")
-        body: dict[str, Any] = {"status": "not ready" if problems else "ready", "optimizer": optimizer_view()}
-        if problems:
-            body |= {"error": "; ".join(problems), "problems": problems}
-        return JSONResponse(body, status_code=503 if problems else 200)
-
-    async def status(request: Request) -> Response:
-        return JSONResponse({**live.counts(), "now": live.now(), "optimizer": optimizer_view()})
-
-    async def snapshot(request: Request) -> Response:
-        return Response(await run_in_threadpool(live.snapshot_json), media_type="application/json")
-
-    async def post_vm(request: Request) -> Response:
-        arrival = await run_in_threadpool(live.arrive, await read_json(request))
-        status = ARRIVAL_CODES[arrival.status]
-        return JSONResponse(arrival.to_json(), status_code=status)
-
-    async def get_vm(request: Request) -> Response:
-        vm_id = request.path_params["vm_id"]
-        status = None if id_problem(vm_id) else await run_in_threadpool(live.vm_status, vm_id)
-        if status is None:
-            raise HttpError(404, f"id: {vm_id!r} is not a VM of the service")
-        return JSONResponse(status)
-
-    async def delete_vm(request: Request) -> Response:
-        vm_id = request.path_params["vm_id"]
-        if id_problem(vm_id) or not await run_in_threadpool(live.depart, vm_id):
-            raise HttpError(404, f"id: {vm_id!r} is not a VM of the service")
-        return Response(status_code=204)
-
-    async def k8s_filter(request: Request) -> Response:
-        return JSONResponse(await run_in_threadpool(filter_nodes, live, await read_json(request)))
-
-    async def k8s_prioritize(request: Request) -> Response:
-        return JSONResponse(await run_in_threadpool(prioritize_nodes, live, await read_json(request)))
-
-    def plan_id(request: Request) -> int:
-        raw = request.path_params["plan_id"]
-        number = plain_int(raw)
-        if number is None:
-            raise HttpError(404, f"plan: {raw[:40]!r} is not a plan id")
-        return number
-
-    every_pm_id = [pm.id for pm in live.dc.pms]  # the PMs never change while the service runs
-
-    def pm_ids() -> list[str]:
-        return every_pm_id
-
-    def every_plan() -> dict[str, Any]:
-        with live.lock:
-            ids = sorted(live.plans)
-        return {"plans": [live.plan(i).to_json(pm_ids()) for i in ids]}
-
-    async def list_plans(request: Request) -> Response:
-        return JSONResponse(await run_in_threadpool(every_plan))
-
-    async def get_plan(request: Request) -> Response:
-        plan = await run_in_threadpool(live.plan, plan_id(request))
-        return JSONResponse(plan.to_json(pm_ids()))
-
-    async def ack_step(request: Request) -> Response:
-        body = await read_json(request)
-        result = body.get("result") if isinstance(body, dict) else None
-        if result not in ACKNOWLEDGED:
-            raise HttpError(400, f'result: {result!r} is not "done" or "failed"')
-        raw = request.path_params["n"]
-        step = plain_int(raw)
-        if step is None:
-            raise HttpError(404, f"step: {raw[:40]!r} is not a step number")
-        plan = await run_in_threadpool(live.acknowledge, plan_id(request), step, StepStatus(result))
-        return JSONResponse(plan.to_json(pm_ids()))
-
-    async def cancel_plan(request: Request) -> Response:
-        plan = await run_in_threadpool(live.cancel, plan_id(request))
-        return JSONResponse(plan.to_json(pm_ids()))
-
-    async def plan_kubevirt(request: Request) -> Response:
-        plan = await run_in_threadpool(live.plan, plan_id(request))
-        namespace = request.query_params.get("namespace", "default")
-        with live.lock:
-            specs = {**live.dc.pending, **live.dc.vms}
-        return JSONResponse(kubevirt_flow(plan, specs, namespace))
-
-    async def set_clock(request: Request) -> Response:
-        if clock is None:
-            raise HttpError(404, "clock: the service runs on the wall clock (start it with --clock replay)")
-        body = await read_json(request)
-        now = body.get("now") if isinstance(body, dict) else None
-        if isinstance(now, bool) or not isinstance(now, int | float):
-            raise HttpError(400, f"now: {now!r} is not a number of seconds")
-        plans = await run_in_threadpool(clock.advance, float(now))
-        return JSONResponse({"now": clock.t, "plans": [p.to_json(pm_ids()) for p in plans]})
-
+    r = Routes(live, clock, optimizer)
     routes = [
-        Route("/healthz", healthz, methods=["GET"]),
-        Route("/readyz", readyz, methods=["GET"]),
-        Route("/v1/status", guarded(status), methods=["GET"]),
-        Route("/v1/snapshot", guarded(snapshot), methods=["GET"]),
-        Route("/v1/vms", guarded(post_vm), methods=["POST"]),
-        Route("/v1/vms/{vm_id:path}", guarded(delete_vm), methods=["DELETE"]),
-        Route("/v1/vms/{vm_id:path}", guarded(get_vm), methods=["GET"]),
-        Route("/v1/plans", guarded(list_plans), methods=["GET"]),
-        Route("/v1/plans/{plan_id}", guarded(get_plan), methods=["GET"]),
-        Route("/v1/plans/{plan_id}", guarded(cancel_plan), methods=["DELETE"]),
-        Route("/v1/plans/{plan_id}/steps/{n}", guarded(ack_step), methods=["POST"]),
-        Route("/v1/plans/{plan_id}/kubevirt", guarded(plan_kubevirt), methods=["GET"]),
-        Route("/v1/clock", guarded(set_clock), methods=["POST"]),
-        Route("/k8s/filter", guarded(k8s_filter), methods=["POST"]),
-        Route("/k8s/prioritize", guarded(k8s_prioritize), methods=["POST"]),
+        Route("/healthz", r.healthz, methods=["GET"]),
+        Route("/readyz", r.readyz, methods=["GET"]),
+        Route("/v1/status", guarded(r.status), methods=["GET"]),
+        Route("/v1/snapshot", guarded(r.snapshot), methods=["GET"]),
+        Route("/v1/vms", guarded(r.post_vm), methods=["POST"]),
+        Route("/v1/vms/{vm_id:path}", guarded(r.delete_vm), methods=["DELETE"]),
+        Route("/v1/vms/{vm_id:path}", guarded(r.get_vm), methods=["GET"]),
+        Route("/v1/plans", guarded(r.list_plans), methods=["GET"]),
+        Route("/v1/plans/{plan_id}", guarded(r.get_plan), methods=["GET"]),
+        Route("/v1/plans/{plan_id}", guarded(r.cancel_plan), methods=["DELETE"]),
+        Route("/v1/plans/{plan_id}/steps/{n}", guarded(r.ack_step), methods=["POST"]),
+        Route("/v1/plans/{plan_id}/kubevirt", guarded(r.plan_kubevirt), methods=["GET"]),
+        Route("/v1/clock", guarded(r.set_clock), methods=["POST"]),
+        Route("/k8s/filter", guarded(r.k8s_filter), methods=["POST"]),
+        Route("/k8s/prioritize", guarded(r.k8s_prioritize), methods=["POST"]),
     ]
 
     async def no_route(request: Request, exc: Exception) -> Response:
