@@ -316,6 +316,110 @@ class Entrant:
     answered: bool
 
 
+@dataclasses.dataclass
+class _Race:
+    """The helpers of one race and what they answered so far (`race_in_children`)."""
+
+    runs: Sequence[tuple[str, base.Limits]]
+    hosts: list[_Host | None]
+    failures: list[str]  # per run: why its helper could not be had ("" when it was)
+    ready_at: float  # perf_counter when the last helper was ready: the solve's time starts there
+    deadline: float  # perf_counter; inf without a limit
+    answers: dict[int, Any] = dataclasses.field(default_factory=dict)
+    answered_at: dict[int, float] = dataclasses.field(default_factory=dict)
+    waiting: dict[Connection, int] = dataclasses.field(default_factory=dict)
+
+    def receive(self, timeout: float | None) -> list[int]:
+        """Read the answers that come within `timeout` seconds; the runs that answered."""
+        got = []
+        for conn in connection_wait(list(self.waiting), timeout):
+            assert isinstance(conn, Connection)
+            i = self.waiting.pop(conn)
+            self.answers[i] = _receive(conn)
+            self.answered_at[i] = time.perf_counter()
+            got.append(i)
+        return got
+
+    def end_the_waiting(self) -> None:
+        for i in self.waiting.values():
+            host = self.hosts[i]
+            if host is not None:
+                host.end()
+
+
+def _send(
+    runs: Sequence[tuple[str, base.Limits]],
+    compiled: Compiled,
+    hint: np.ndarray,
+    limit_s: float | None,
+    started: float,
+) -> _Race:
+    """Take a helper per run (every missing one starts importing at once, then each is awaited) and
+    send each the solve, with the deadline as wall time."""
+    hosts: list[_Host | None] = []
+    failures: list[str] = []
+    for name, _ in runs:
+        with contextlib.suppress(OSError):  # `take` below tries again and reports it
+            _HOSTS.prepare(name)
+    for name, _ in runs:
+        try:
+            hosts.append(_HOSTS.take(name))
+            failures.append("")
+        except OSError as exc:
+            hosts.append(None)
+            failures.append(f"solver failed: {exc}")
+    ready_at = max([started] + [h.ready_at or started for h in hosts if h is not None])
+    deadline = ready_at + limit_s if limit_s is not None else math.inf  # helpers' start is not the solve's
+    race = _Race(runs, hosts, failures, ready_at, deadline)
+    epoch_deadline = time.time() + (deadline - time.perf_counter()) if limit_s is not None else math.inf
+    for i, ((name, limits), host) in enumerate(zip(runs, hosts, strict=True)):
+        if host is None:
+            continue
+        request = (name, _portable(compiled), hint, dataclasses.replace(limits, kill_at_deadline=False))
+        try:
+            host.send.send((*request, epoch_deadline))
+            race.waiting[host.receive] = i
+        except OSError as exc:
+            race.answers[i] = ("died", f"{exc.__class__.__name__}: {exc}")
+    return race
+
+
+def _await(race: _Race, settles: Callable[[base.SolveResult], bool]) -> str:
+    """Wait for answers until one `settles` the race or the deadline (plus a grace) passes; the name
+    of the run that settled it ("" when none did)."""
+    while race.waiting:
+        now = time.perf_counter()
+        timeout = None if race.deadline == math.inf else max(0.0, race.deadline + KILL_GRACE_S - now)
+        got = race.receive(timeout)
+        if not got:
+            return ""
+        answers = [(i, race.answers[i]) for i in got]
+        settling = [i for i, a in answers if isinstance(a, base.SolveResult) and settles(a)]
+        if settling:  # every answer that came with it is kept
+            return race.runs[settling[-1]][0]
+    return ""
+
+
+def _settle(
+    race: _Race, compiled: Compiled, hint: np.ndarray, limit_s: float | None, settled_by: str
+) -> list[Entrant]:
+    """Each run's entrant; a helper that answered goes back to the pool, one that did not is ended."""
+    out = []
+    for i, ((name, limits), host) in enumerate(zip(race.runs, race.hosts, strict=True)):
+        answer = race.answers.get(i)
+        wall = race.answered_at.get(i, time.perf_counter()) - race.ready_at
+        healthy = isinstance(answer, base.SolveResult) or (isinstance(answer, tuple) and answer[0] == "error")
+        code = None
+        if host is not None:
+            if healthy:
+                _HOSTS.give_back(host)
+            else:
+                code = host.end()
+        failure = race.failures[i]
+        out.append(_entrant(name, compiled, hint, limits, answer, code, wall, failure, settled_by, limit_s))
+    return out
+
+
 def race_in_children(
     runs: Sequence[tuple[str, base.Limits]],
     compiled: Compiled,
@@ -336,79 +440,22 @@ def race_in_children(
     helpers still solving are ended, and their replacements start at once). Otherwise the work queued
     with `while_waiting` is done next, before waiting. When either raises, the helpers still solving
     are ended and the exception goes on."""
-    hosts: list[_Host | None] = []
-    failures: list[str] = []
-    for name, _ in runs:  # every missing helper starts importing at once, then each is awaited
-        with contextlib.suppress(OSError):  # `take` below tries again and reports it
-            _HOSTS.prepare(name)
-    for name, _ in runs:
-        try:
-            hosts.append(_HOSTS.take(name))
-            failures.append("")
-        except OSError as exc:
-            hosts.append(None)
-            failures.append(f"solver failed: {exc}")
-    ready_at = max([started] + [h.ready_at or started for h in hosts if h is not None])
-    deadline = ready_at + limit_s if limit_s is not None else math.inf  # helpers' start is not the solve's
-    epoch_deadline = time.time() + (deadline - time.perf_counter()) if limit_s is not None else math.inf
-    answers: dict[int, Any] = {}
-    answered_at: dict[int, float] = {}
-    waiting: dict[Connection, int] = {}
-    for i, ((name, limits), host) in enumerate(zip(runs, hosts, strict=True)):
-        if host is None:
-            continue
-        request = (name, _portable(compiled), hint, dataclasses.replace(limits, kill_at_deadline=False))
-        try:
-            host.send.send((*request, epoch_deadline))
-            waiting[host.receive] = i
-        except OSError as exc:
-            answers[i] = ("died", f"{exc.__class__.__name__}: {exc}")
-    settled_by = ""
+    race = _send(runs, compiled, hint, limit_s, started)
     try:
         early = meanwhile() if meanwhile is not None else None
-        if early is None and waiting:
+        if early is None and race.waiting:
             _do_queued_work()
     except BaseException:  # the caller's work failed: no helper may go on solving for nobody
-        for i in waiting.values():
-            host = hosts[i]
-            if host is not None:
-                host.end()
+        race.end_the_waiting()
         raise
     if early is not None:
+        race.receive(0)  # answers that came while `meanwhile` worked
         settled_by = f"the {early.termination} result"
-        for conn in connection_wait(list(waiting), 0):  # answers that came while `meanwhile` worked
-            assert isinstance(conn, Connection)
-            i = waiting.pop(conn)
-            answers[i] = _receive(conn)
-            answered_at[i] = time.perf_counter()
-    while waiting and not settled_by:
-        timeout = None if deadline == math.inf else max(0.0, deadline + KILL_GRACE_S - time.perf_counter())
-        ready = connection_wait(list(waiting), timeout)
-        if not ready:
-            break
-        for conn in ready:
-            assert isinstance(conn, Connection)
-            i = waiting.pop(conn)
-            answers[i] = _receive(conn)
-            answered_at[i] = time.perf_counter()
-            if isinstance(answers[i], base.SolveResult) and settles(answers[i]):
-                settled_by = runs[i][0]
-    out = []
-    for i, ((name, limits), host) in enumerate(zip(runs, hosts, strict=True)):
-        answer = answers.get(i)
-        wall = answered_at.get(i, time.perf_counter()) - ready_at
-        healthy = isinstance(answer, base.SolveResult) or (isinstance(answer, tuple) and answer[0] == "error")
-        code = None
-        if host is not None:
-            if healthy:
-                _HOSTS.give_back(host)
-            else:
-                code = host.end()
-        out.append(
-            _entrant(name, compiled, hint, limits, answer, code, wall, failures[i], settled_by, limit_s)
-        )
+    else:
+        settled_by = _await(race, settles)
+    out = _settle(race, compiled, hint, limit_s, settled_by)
     if early is not None:
-        for i in waiting.values():  # the helpers ended because `meanwhile` answered: replaced now
+        for i in race.waiting.values():  # the helpers ended because `meanwhile` answered: replaced now
             with contextlib.suppress(OSError):
                 _HOSTS.prepare(runs[i][0])
         out.append(Entrant(early, True))
