@@ -82,6 +82,7 @@ def evaluate(
             occ[key] = occ.get(key, 0) | prof.mask(slot.start)
     consolidation = 0.0
     free_starts = 0.0
+    starts_of: dict[tuple[int, int], float] = {}  # Σ_p w_p f_p of a (model, occupancy), worked out once
     for j in pm_set:
         pm = pms[j]
         if j in hosts:
@@ -91,8 +92,14 @@ def evaluate(
             if not mask:
                 continue
             consolidation += weights.gpu
-            caps = geometry(model).capacity(mask)
-            free_starts += sum(weights.w(p.name) * c for p, c in zip(model.profiles, caps, strict=True))
+            key = (id(model), mask)
+            starts = starts_of.get(key)
+            if starts is None:
+                caps = geometry(model).capacity(mask)
+                starts = starts_of[key] = sum(
+                    weights.w(p.name) * c for p, c in zip(model.profiles, caps, strict=True)
+                )
+            free_starts += starts
     return Objective(acceptance, consolidation, migration, free_starts)
 
 
