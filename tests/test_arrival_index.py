@@ -1,6 +1,7 @@
 """The arrival rule read from an index (`policies/arrival_index.py`) picks the PM a scan of every
-candidate picks: on random streams of arrivals (some of VMs that may run on several GPU classes),
-departures, copies, locks and journals started over."""
+candidate picks, for the scoring rules and for first fit as a per-PM fit: on random streams of
+arrivals (some of VMs that may run on several GPU classes), departures, copies, locks and journals
+started over."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from origamig.cluster.catalog import default_catalog
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import PmSpec, VmSpec, cores_to_m, gb_to_mb
 from origamig.policies import arrival_index
-from origamig.policies.arrival_rule import choose_pm
+from origamig.policies.arrival_rule import choose_pm, first_fit_on_pm
 from origamig.policies.base import Rejection
 from origamig.policies.fgd import FgdFit, Workload
 from origamig.policies.mfi import mfi_fit_on_pm
@@ -68,7 +69,7 @@ def shapes(draw: st.DrawFn) -> VmSpec:
     return VmSpec("shape", cores_to_m(4 * compute), gb_to_mb(16 * compute), gis, alternatives=alternatives)
 
 
-FITS = [tc_fit_on_pm, mfi_fit_on_pm]
+FITS = [tc_fit_on_pm, mfi_fit_on_pm, first_fit_on_pm]
 
 
 def workload(kinds: list[VmSpec]) -> Workload:

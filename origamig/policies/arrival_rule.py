@@ -115,13 +115,24 @@ def default_fit_on_pm(dc: DataCenter, j: int, vm: VmSpec, order: tuple[int, ...]
 
 def first_fit(dc: DataCenter, vm: VmSpec, locked: frozenset[int] = frozenset()) -> Placement | Rejection:
     """The arrival rule: the first candidate PM where every GI gets a default placement (a VM that
-    may run on several classes tries them in its order on each PM)."""
+    may run on several classes tries them in its order on each PM). A scan, even at thousands of PMs:
+    it stops at the first PM that fits, and the arrival index (`choose_pm`) measured no faster for it
+    (FF at 2,048 PMs: 12.7-15.9 s of CPU with the index, 11.4-12.0 s scanning)."""
     for j in candidate_pms(dc, vm, locked):
         for variant in variants_on(dc, j, vm):
             pl = default_fit_on_pm(dc, j, variant, gi_order(variant))
             if pl is not None:
                 return pl
     return no_fit(dc, vm, locked)
+
+
+def first_fit_on_pm(
+    dc: DataCenter, j: int, vm: VmSpec, order: tuple[int, ...]
+) -> tuple[int, Placement] | None:
+    """First fit as a per-PM fit (`PmFit`): the default placement on PM j with key 0, so that among the
+    PMs it places the VM on the lowest wins."""
+    pl = default_fit_on_pm(dc, j, vm, order)
+    return None if pl is None else (0, pl)
 
 
 # GI profile tuples → a token that stands for them in per-PM memo keys (an int hashes in nanoseconds,

@@ -13,22 +13,15 @@ from typing import Any
 
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import MILLI, Placement, VmSpec
-from origamig.policies.arrival_rule import default_fit_on_pm, gi_order, variants_on
+from origamig.policies.arrival_rule import first_fit_on_pm, gi_order, variants_on
 from origamig.policies.tc.rule import tc_fit_on_pm
 
 PmFit = Callable[[DataCenter, int, VmSpec, tuple[int, ...]], "tuple[Any, Placement] | None"]
 
 
-def _first_fit_on_pm(
-    dc: DataCenter, j: int, vm: VmSpec, order: tuple[int, ...]
-) -> tuple[int, Placement] | None:
-    pl = default_fit_on_pm(dc, j, vm, order)
-    return None if pl is None else (0, pl)
-
-
 # The per-PM fit of each arrival rule of the OrigaMIG policy (`arrival`): key (lower is preferred,
 # ties to the lower PM) and placement, or None.
-ARRIVAL_FITS: dict[str, PmFit] = {"ff": _first_fit_on_pm, "tc": tc_fit_on_pm}
+ARRIVAL_FITS: dict[str, PmFit] = {"ff": first_fit_on_pm, "tc": tc_fit_on_pm}
 
 
 def arrival_fit(policy: Any) -> PmFit:
