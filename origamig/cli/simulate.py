@@ -23,7 +23,7 @@ from origamig.cli.arguments import (
 from origamig.cli.results_view import summary_table
 from origamig.cli.terminal import operator_console
 from origamig.errors import UserError
-from origamig.sim.scenario import VARIANTS, SimConfig, validate
+from origamig.sim.scenario import VARIANTS, SimConfig, data_center_fields, validate
 from origamig.snapshot.document import write_json_atomic
 from origamig.solver_registry import DEFAULT_BACKEND, backend_names
 from origamig.study.progress import Job, RunsProgress
@@ -114,7 +114,7 @@ def simulate(
     options = parse_options(option or [], policies)
     if bound is not None:
         options = (*options, *parse_options([f"bound={bound}"], policies))
-    hardware = data_center(pms, fleet, start)
+    hardware = data_center_fields(pms, fleet, start, names=("--pms", "--fleet", "--from"))
     configs = [
         SimConfig(
             load=rho,
@@ -172,24 +172,6 @@ def simulate(
             for run in failed:
                 print(f"run {run.describe()}", file=sys.stderr)
         raise typer.Exit(1)
-
-
-def data_center(pms: int | None, fleet: Path | None, start: Path | None) -> dict[str, Any]:
-    """The `SimConfig` fields of the data center: `pms`, plus the fleet or the snapshot."""
-    if start is not None:
-        if pms is not None:
-            raise UserError("--pms: cannot be combined with --from (the snapshot's PMs are the data center)")
-        if fleet is not None:
-            raise UserError("--fleet: cannot be combined with --from (the snapshot defines the data center)")
-        from origamig.sim.start import load_start
-
-        return {"pms": len(load_start(str(start)).pms), "snapshot": str(start)}
-    if fleet is not None:
-        from origamig.sim.fleet import load_fleet
-
-        chosen = load_fleet(fleet)
-        return {"pms": chosen.pm_count if pms is None else pms, "fleet": chosen}
-    return {"pms": 128 if pms is None else pms}
 
 
 def _run_with_progress(

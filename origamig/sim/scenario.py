@@ -20,6 +20,8 @@ from origamig.sim.fleet import Fleet
 from origamig.sim.trace import trace_dir, trace_requests
 from origamig.sim.workload import HOUR, Request, WorkloadSpec, generate
 
+DEFAULT_PMS = 128  # the paper's data center
+
 A100, A30 = "A100-40GB", "A30-24GB"
 
 
@@ -69,7 +71,7 @@ class SimConfig:
     """Everything a run needs besides the policy and the seed."""
 
     load: float = 0.85
-    pms: int = 128
+    pms: int = DEFAULT_PMS
     variant: str = "default"
     warmup_s: float = 48 * HOUR
     measure_s: float = 72 * HOUR
@@ -88,6 +90,32 @@ class SimConfig:
 
     def replace(self, **changes: Any) -> SimConfig:
         return dataclasses.replace(self, **changes)
+
+
+def data_center_fields(
+    pms: int | None,
+    fleet: str | Path | None,
+    snapshot: str | Path | None,
+    names: tuple[str, str, str] = ("pms", "fleet", "snapshot"),
+) -> dict[str, Any]:
+    """The `SimConfig` fields of the data center: `pms`, plus the fleet or the snapshot to start from.
+    A snapshot's PMs are the data center, so it takes neither a PM count nor a fleet; a fleet file is
+    simulated at its own size unless `pms` says otherwise; else the paper's 128 PMs. `names` are how
+    the caller calls the three (the CLI: `--pms`, `--fleet`, `--from`), for the errors."""
+    if snapshot is not None:
+        for given, name in ((pms, names[0]), (fleet, names[1])):
+            if given is not None:
+                what = "the snapshot's PMs are" if name == names[0] else "the snapshot defines"
+                raise UserError(f"{name}: cannot be combined with {names[2]} ({what} the data center)")
+        from origamig.sim.start import load_start
+
+        return {"pms": len(load_start(str(snapshot)).pms), "snapshot": str(snapshot)}
+    if fleet is not None:
+        from origamig.sim.fleet import load_fleet
+
+        chosen = load_fleet(fleet)
+        return {"pms": chosen.pm_count if pms is None else pms, "fleet": chosen}
+    return {"pms": DEFAULT_PMS if pms is None else pms}
 
 
 def variant(name: str) -> Variant:

@@ -332,19 +332,10 @@ def run_policy(
 ) -> RunResult:
     """Simulate `policy` on a fleet file or from a snapshot (or the paper's data center), as
     `origamig simulate` does; `options` are the policy's (e.g. `work_limit=100` for OrigaMIG)."""
-    from origamig.sim.fleet import load_fleet
-    from origamig.sim.scenario import SimConfig
-    from origamig.sim.start import load_start
+    from origamig.sim.scenario import SimConfig, data_center_fields
     from origamig.study.runner import RunSpec, run_all
 
-    hardware: dict[str, Any] = {}
-    if snapshot is not None:
-        hardware = {"snapshot": str(snapshot), "pms": len(load_start(str(snapshot)).pms)}
-    elif fleet is not None:
-        chosen = load_fleet(fleet)
-        hardware = {"fleet": chosen, "pms": pms or chosen.pm_count}
-    elif pms is not None:
-        hardware = {"pms": pms}
+    hardware = data_center_fields(pms, fleet, snapshot)
     config = SimConfig(
         load=load,
         warmup_s=warmup_h * HOUR,
