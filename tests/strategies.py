@@ -10,12 +10,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
+
 from hypothesis import strategies as st
 
 from origamig.cluster.catalog import GpuModel, default_catalog
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.mig import GpuConfig, geometry
 from origamig.cluster.records import GiSlot, Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
+from origamig.policies.base import Rejection
 
 GPU_NAMES = ("A100-40GB", "A30-24GB")
 CPU_SIZES = (8, 16, 32, 80)
@@ -156,3 +160,27 @@ def random_states(draw: st.DrawFn, max_pms: int = 4, max_vms: int = 10) -> DataC
         if len(slots) == len(vm.gis):
             dc.place(vm, Placement(j, tuple(slots)))
     return dc
+
+
+def arrival_stream(
+    data: st.DataObject,
+    dc: DataCenter,
+    shapes: list[VmSpec],
+    steps: int,
+    choose: Callable[[DataCenter, VmSpec], Placement | Rejection],
+) -> None:
+    """A random stream over `dc` and the states copied from it: arrivals of `shapes` (again and
+    again; each placed where `choose` says, which may assert on the way), departures and copies."""
+    states = [dc]
+    for step in range(steps):
+        state = states[data.draw(st.integers(0, len(states) - 1))]
+        op = data.draw(st.sampled_from(["arrive", "arrive", "arrive", "depart", "copy"]))
+        if op == "copy":
+            states.append(state.copy())
+        elif op == "depart" and state.vms:
+            state.remove(data.draw(st.sampled_from(sorted(state.vms))))
+        else:
+            vm = replace(data.draw(st.sampled_from(shapes)), id=f"new{step}")
+            placed = choose(state, vm)
+            if not isinstance(placed, Rejection):
+                state.place(vm, placed)

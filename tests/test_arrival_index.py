@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import Any
 
 from hypothesis import given, settings
@@ -17,7 +16,7 @@ from hypothesis import strategies as st
 from origamig.cluster import datacenter as datacenter_module
 from origamig.cluster.catalog import default_catalog
 from origamig.cluster.datacenter import DataCenter
-from origamig.cluster.records import PmSpec, VmSpec, cores_to_m, gb_to_mb
+from origamig.cluster.records import Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
 from origamig.policies import arrival_index
 from origamig.policies.arrival_rule import choose_pm, first_fit_on_pm
 from origamig.policies.base import Rejection
@@ -25,6 +24,7 @@ from origamig.policies.fgd import FgdFit, Workload
 from origamig.policies.mfi import mfi_fit_on_pm
 from origamig.policies.tc.rule import tc_fit_on_pm
 from tests.profiles import examples
+from tests.strategies import arrival_stream
 
 CATALOG = default_catalog()
 MODELS = ("A100-40GB", "A100-80GB", "H100-80GB", "A30-24GB")
@@ -79,26 +79,19 @@ def workload(kinds: list[VmSpec]) -> Workload:
 @settings(max_examples=examples(150), deadline=None)
 @given(clusters(), st.data(), st.sampled_from(range(len(FITS) + 1)), st.sampled_from([3, 10_000]))
 def test_the_index_picks_the_pm_a_scan_picks(dc: DataCenter, data: st.DataObject, f: int, kept: int) -> None:
-    states = [dc]
     kinds = data.draw(st.lists(shapes(), min_size=1, max_size=3))  # shapes arrive again and again
     fit: Any = FITS[f] if f < len(FITS) else FgdFit(workload(kinds))
-    for step in range(data.draw(st.integers(1, 30))):
-        state = states[data.draw(st.integers(0, len(states) - 1))]
-        op = data.draw(st.sampled_from(["arrive", "arrive", "arrive", "depart", "copy"]))
-        if op == "copy":
-            states.append(state.copy())
-        elif op == "depart" and state.vms:
-            state.remove(data.draw(st.sampled_from(sorted(state.vms))))
-        else:
-            vm = replace(data.draw(st.sampled_from(kinds)), id=f"new{step}")
-            locked = frozenset(data.draw(st.lists(st.integers(0, len(state.pms) - 1), max_size=3)))
-            with constants(index_min_pms=0, journal_kept=kept):
-                indexed = choose_pm(state, vm, locked, fit)
-            with constants(index_min_pms=1 << 30, journal_kept=kept):
-                scanned = choose_pm(state, vm, locked, fit)
-            assert indexed == scanned
-            if not isinstance(indexed, Rejection):
-                state.place(vm, indexed)
+
+    def choose(state: DataCenter, vm: VmSpec) -> Placement | Rejection:
+        locked = frozenset(data.draw(st.lists(st.integers(0, len(state.pms) - 1), max_size=3)))
+        with constants(index_min_pms=0, journal_kept=kept):
+            indexed = choose_pm(state, vm, locked, fit)
+        with constants(index_min_pms=1 << 30, journal_kept=kept):
+            scanned = choose_pm(state, vm, locked, fit)
+        assert indexed == scanned
+        return indexed
+
+    arrival_stream(data, dc, kinds, data.draw(st.integers(1, 30)), choose)
 
 
 def test_a_copy_and_its_original_keep_their_own_journals() -> None:

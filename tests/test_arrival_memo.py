@@ -26,7 +26,7 @@ from origamig.policies.fgd import FgdFit, Workload
 from origamig.policies.mfi import mfi_fit_on_pm
 from origamig.policies.tc.rule import tc_fit_on_pm
 from tests.profiles import examples
-from tests.strategies import datacenters, vm_specs
+from tests.strategies import arrival_stream, datacenters, vm_specs
 
 
 def afresh(dc: DataCenter, vm: VmSpec, fit: Any) -> Placement | Rejection:
@@ -45,25 +45,18 @@ def afresh(dc: DataCenter, vm: VmSpec, fit: Any) -> Placement | Rejection:
 @settings(max_examples=examples(80), deadline=None)
 @given(datacenters(max_pms=4, max_vms=6), st.data(), st.sampled_from(["tc", "mfi", "fgd"]))
 def test_remembered_answers_equal_fresh_ones(dc: DataCenter, data: st.DataObject, rule: str) -> None:
-    states = [dc]
     shapes = data.draw(st.lists(vm_specs(), min_size=1, max_size=3))  # shapes arrive again and again
     # the same GIs with other cores and memory: an answer that reads them must not be reused
     shapes += [replace(v, cpu_m=2 * v.cpu_m, ram_mb=2 * v.ram_mb) for v in shapes]
     workload = Workload.of(Counter((v.gis, v.cpu_m, v.ram_mb) for v in shapes if v.gis))
     fit: Any = {"tc": tc_fit_on_pm, "mfi": mfi_fit_on_pm, "fgd": FgdFit(workload)}[rule]
-    for step in range(data.draw(st.integers(1, 14))):
-        state = states[data.draw(st.integers(0, len(states) - 1))]
-        op = data.draw(st.sampled_from(["arrive", "arrive", "depart", "copy"]))
-        if op == "copy":
-            states.append(state.copy())
-        elif op == "depart" and state.vms:
-            state.remove(data.draw(st.sampled_from(sorted(state.vms))))
-        else:
-            vm = replace(data.draw(st.sampled_from(shapes)), id=f"new{step}")
-            remembered = choose_pm(state, vm, frozenset(), fit)
-            assert remembered == afresh(state, vm, fit)
-            if not isinstance(remembered, Rejection):
-                state.place(vm, remembered)
+
+    def choose(state: DataCenter, vm: VmSpec) -> Placement | Rejection:
+        remembered = choose_pm(state, vm, frozenset(), fit)
+        assert remembered == afresh(state, vm, fit)
+        return remembered
+
+    arrival_stream(data, dc, shapes, data.draw(st.integers(1, 14)), choose)
 
 
 def test_an_answer_that_reads_the_vms_cores_is_not_reused_for_other_cores() -> None:
