@@ -15,7 +15,6 @@ from typing import Any
 
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import VmSpec
-from origamig.policies.arrival_rule import class_gpus
 from origamig.serve.fit import PmFit, arrival_fit, fit_on_pm
 from origamig.serve.live import Live
 from origamig.serve.requests import RequestError, pod_entry, read_vm_entry
@@ -65,7 +64,7 @@ def _verdicts(live: Live, vm: VmSpec, names: list[str]) -> dict[str, tuple[Any, 
     with live.lock:
         dc = live.dc
         locked = live.locked
-        classes = vm.gpu_classes
+        member_of = [live.class_members.get(h, frozenset()) for h in vm.gpu_classes]
         asked: dict[int, int] = {}  # PM → its version, for the nodes judged by the rule
         for name in names:
             j = dc.index.get(name)
@@ -73,7 +72,7 @@ def _verdicts(live: Live, vm: VmSpec, names: list[str]) -> dict[str, tuple[Any, 
                 out[name] = (None, "not a PM of the origamig snapshot")
             elif j in locked:
                 out[name] = (None, "held by a running migration plan")
-            elif not any(class_gpus(dc, j, h) for h in classes):
+            elif not any(j in members for members in member_of):
                 models = " or ".join(dict.fromkeys(c[0].gpu_model for c in vm.gi_choices))
                 out[name] = (None, f"no {models} GPU")
             else:

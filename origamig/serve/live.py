@@ -121,6 +121,9 @@ class Live:
         self.view = SnapshotView(self.seed.document, self.dc.pms, entries)
         self.probe = probe_document(document)
         self.most_gis = most_gis(self.dc.pms)  # a request for more GIs is refused at once
+        # The PMs of each GPU class (the PMs never change while the service runs): the extender's test
+        # that a node can host a pod at all.
+        self.class_members = {h: frozenset(pms) for h, pms in self.dc.class_pms.items()}
         self.lock = threading.RLock()  # the in-memory state: held briefly, by readers too
         self.writing = threading.RLock()  # one change at a time, held until it is committed (then `lock`)
         self.pm_version = [0] * len(self.dc.pms)  # bumped whenever a PM's VMs change (`touched`)
