@@ -80,9 +80,23 @@ def evaluate(
         for prof, slot in zip(vm.gis, pl.gis, strict=True):
             key = (pl.pm, slot.gpu)
             occ[key] = occ.get(key, 0) | prof.mask(slot.start)
+    consolidation, free_starts = _pm_terms(pms, pm_set, hosts, occ, weights)
+    return Objective(acceptance, consolidation, migration, free_starts)
+
+
+def _pm_terms(
+    pms: Sequence[PmSpec],
+    pm_set: Iterable[int],
+    hosts: set[int],
+    occ: dict[tuple[int, int], int],
+    weights: Weights,
+) -> tuple[float, float]:
+    """Eq. (5)'s PM and GPU terms (Σ b_j φ_j + Σ e_jk γ_jk) and its free-start term (Σ w_p f_jkpz) over
+    `pm_set`, from the hosting PMs and each GPU's occupancy; a (model, occupancy)'s free-start value
+    is worked out once."""
     consolidation = 0.0
     free_starts = 0.0
-    starts_of: dict[tuple[int, int], float] = {}  # Σ_p w_p f_p of a (model, occupancy), worked out once
+    starts_of: dict[tuple[int, int], float] = {}
     for j in pm_set:
         pm = pms[j]
         if j in hosts:
@@ -100,7 +114,7 @@ def evaluate(
                     weights.w(p.name) * c for p, c in zip(model.profiles, caps, strict=True)
                 )
             free_starts += starts
-    return Objective(acceptance, consolidation, migration, free_starts)
+    return consolidation, free_starts
 
 
 def evaluate_dc(
