@@ -1,15 +1,24 @@
-"""Algorithm 1's admission neighborhood (`call/neighborhood.select_admission`), which reads each pending
-VM's PMs lazily and stops once the bounds refuse more, is the neighborhood of the algorithm read
-literally: every PM that fits sorted, then walked whole."""
+"""Algorithm 1's neighborhoods. The admission neighborhood (`call/neighborhood.select_admission`),
+which reads each pending VM's PMs lazily and stops once the bounds refuse more, is the neighborhood
+of the algorithm read literally: every PM that fits sorted, then walked whole. The consolidation
+neighborhood's source test, remembered per PM, answers as the test made afresh."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from origamig.call.neighborhood import Bound, Bounds, Neighborhood, fits_counts, select_admission
+from origamig.call.neighborhood import (
+    Bound,
+    Bounds,
+    Neighborhood,
+    _worth_emptying,
+    fits_counts,
+    select_admission,
+    source_worth_emptying,
+)
 from origamig.cluster.datacenter import DataCenter
-from origamig.cluster.records import NO_GPU_CLASS
+from origamig.cluster.records import NO_GPU_CLASS, Weights
 from tests.profiles import examples
 from tests.strategies import datacenters, random_states, vm_specs
 
@@ -103,3 +112,23 @@ def test_the_lazy_neighborhood_is_algorithm_1s(dc: DataCenter, data: st.DataObje
     )
     locked = frozenset(data.draw(st.lists(st.integers(0, len(dc.pms) - 1), max_size=2)))
     assert select_admission(dc, queue, bounds, locked) == literal(dc, queue, bounds, locked)
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(random_states(max_pms=6, max_vms=16), st.data())
+def test_a_remembered_source_test_is_the_test_made_afresh(dc: DataCenter, data: st.DataObject) -> None:
+    """Line 18's source test is remembered with each PM's state and keyed by the weights it reads:
+    after changes, copies and other weights, it answers as the test made afresh."""
+    states = [dc]
+    for _ in range(data.draw(st.integers(1, 10))):
+        state = data.draw(st.sampled_from(states))
+        weights = Weights(
+            pm=data.draw(st.sampled_from([10.0, 50.0])),
+            migration=data.draw(st.sampled_from([1.0, 10.0, 40.0])),
+        )
+        for j in range(len(state.pms)):
+            assert source_worth_emptying(state, j, weights) == _worth_emptying(state, j, weights)
+        if state.vms and data.draw(st.booleans()):
+            state.remove(data.draw(st.sampled_from(sorted(state.vms))))
+        else:
+            states.append(state.copy())

@@ -245,7 +245,14 @@ def _pool(candidates_by_class: dict[str, list[int]], vm: VmSpec) -> list[int]:
 
 
 def source_worth_emptying(dc: DataCenter, j: int, weights: Weights) -> bool:
-    """Line 18 of Algorithm 1: b_j + Σ_{active k} e_jk > w_p·CF_j + Σ_{i on j} 2δ_i."""
+    """Line 18 of Algorithm 1: b_j + Σ_{active k} e_jk > w_p·CF_j + Σ_{i on j} 2δ_i. Remembered with
+    PM j's state (`DataCenter.remembered`) for the weights it reads: a check at thousands of PMs
+    recomputes only the PMs changed since the last one."""
+    key = ("worth", weights.pm, weights.gpu, weights.free_start, weights.migration, weights.vm_weights)
+    return dc.remembered(j, key, lambda: _worth_emptying(dc, j, weights))
+
+
+def _worth_emptying(dc: DataCenter, j: int, weights: Weights) -> bool:
     pm = dc.pms[j]
     active = [k for k in range(len(pm.gpus)) if dc.gpu_active(j, k)]
     gain = weights.b(pm) + weights.gpu * len(active)
