@@ -70,7 +70,9 @@ def mutated(draw: st.DrawFn) -> dict[str, Any]:
         elif kind == "placement":
             vm["placement"] = draw(st.sampled_from(["x", None, [], {"pm": "nope", "gis": []}]))
         elif kind == "pm" and isinstance(pl, dict):
-            pl["pm"] = draw(st.sampled_from([other.get("placement", {}).get("pm"), "nope", 3, None]))
+            theirs = other.get("placement")  # an earlier mutation may have made it anything
+            their_pm = theirs.get("pm") if isinstance(theirs, dict) else None
+            pl["pm"] = draw(st.sampled_from([their_pm, "nope", 3, None]))
         elif kind == "slots" and isinstance(pl, dict):
             pl["gis"] = pl["gis"][:-1] if draw(st.booleans()) else [*pl["gis"], {"gpu": 0, "start": 0}]
         elif kind in ("gpu", "start") and slot is not None:
