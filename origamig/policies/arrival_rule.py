@@ -166,13 +166,7 @@ def choose_pm(dc: DataCenter, vm: VmSpec, locked: frozenset[int], fit: PmFit) ->
         order = gi_order(variant)
         # a fit may read the VM's cores and memory (FGD's does), so they are part of the question
         memo_key = (fit, shape_token(variant.gis), order, vm.cpu_m, vm.ram_mb)
-
-        def score(
-            j: int, variant: VmSpec = variant, order: tuple[int, ...] = order, memo_key: Any = memo_key
-        ) -> Any:
-            # `fit` reads PM j's GPUs only: its answer holds until the PM changes (`remembered`).
-            return dc.remembered(j, memo_key, functools.partial(fit, dc, j, variant, order))
-
+        score = _scorer(dc, fit, variant, order, memo_key)
         pms = dc.class_pms.get(variant.gpu_class, [])
         if len(pms) >= arrival_index.INDEX_MIN_PMS:
             hit = arrival_index.indexed_best(dc, variant.gpu_class, memo_key, vm, locked, score)
