@@ -36,3 +36,12 @@ def test_a_changed_result_is_told_apart() -> None:
     assert differences(ff, changed) == [f"metrics.active_pms: {before!r} stored, {after!r} now"]
     timed = {"wall_s": 1.0, "median_call_s": 2.0, "time_solve_s": 3.0}  # the machine's timings
     assert differences(ff, {**ff, "counters": {**ff["counters"], **timed}}) == []
+
+
+def test_a_cell_key_names_its_settings_not_where_the_trace_is() -> None:
+    stored = sweep.load_sweep("loads", sweep.QUICK, RESULTS)
+    cell = sweep.cells_of(stored.runs[:1], stored.scale)[0]
+    elsewhere = cell.config.replace(trace_dir="/some/copy/of/the/trace")
+    assert sweep.cell_key(cell.row, cell.col, cell.policy, cell.seed, elsewhere) == cell.key
+    busier = cell.config.replace(load=cell.config.load + 0.05)
+    assert sweep.cell_key(cell.row, cell.col, cell.policy, cell.seed, busier) != cell.key

@@ -108,7 +108,7 @@ def study(
         for cell in grid:
             checkpoint_path(name, chosen, cell, out).unlink(missing_ok=True)
     elif adopt_runs:
-        adopt(name, chosen, out, workers, scheduler, show=not no_progress)
+        adopt(name, chosen, out, workers, scheduler, not no_progress, grid)
     sweep = run(name, chosen, grid, workers, scheduler, not no_progress, out)
     path = write_json(sweep, {}, out)
     show_table(sweep)

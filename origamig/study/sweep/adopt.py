@@ -8,13 +8,14 @@ refuses the adoption and names it; the file is then left as it was."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from origamig.errors import UserError
 from origamig.study.progress import Job, RunsProgress
 from origamig.study.runner import FailedRun, run_all
-from origamig.study.sweep.cells import cells_of
+from origamig.study.sweep.cells import Cell, cells_of
 from origamig.study.sweep.records import differences, record
 from origamig.study.sweep.scale import Scale
 from origamig.study.sweep.store import LAST_REVISION, check_setting, code_id, read_doc, results_path, write
@@ -31,10 +32,18 @@ def adoption_sample(stale: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def adopt(
-    name: str, scale: Scale, out_dir: Path, workers: int = 1, scheduler: str | None = None, show: bool = True
+    name: str,
+    scale: Scale,
+    out_dir: Path,
+    workers: int = 1,
+    scheduler: str | None = None,
+    show: bool = True,
+    known: Sequence[Cell] = (),
 ) -> list[str]:
     """Adopt the runs of other code in <out_dir>/<name>-<scale>.json (module docstring); returns
-    the keys of the cells recomputed. Raises `UserError` naming the first differences."""
+    the keys of the cells recomputed. A sampled run is recomputed as the cell of `known` (the
+    command's own cells, which may say where a trace is) with its key, else as rebuilt from its
+    record. Raises `UserError` naming the first differences."""
     path = results_path(name, scale, out_dir)
     doc = read_doc(path)
     if doc is None:
@@ -47,7 +56,9 @@ def adopt(
         print(f"{path}: every run was made by this code ({code}); nothing to adopt")
         return []
     sample = adoption_sample(stale)
-    cells = cells_of(sample, scale)
+    by_key = {c.key: c for c in known}
+    rebuilt = cells_of(sample, scale)
+    cells = [by_key.get(r["cell"], cell) for r, cell in zip(sample, rebuilt, strict=True)]
     for r, cell in zip(sample, cells, strict=True):
         if cell.key != r["cell"]:
             raise UserError(

@@ -86,7 +86,7 @@ def run_or_load(name: str, scale: Scale, cells: Sequence[Cell], args: argparse.N
         for cell in cells:
             checkpoint_path(name, scale, cell, args.out).unlink(missing_ok=True)
     elif getattr(args, "adopt", False):
-        adopt(name, scale, args.out, args.workers, args.scheduler, show=not args.no_progress)
+        adopt(name, scale, args.out, args.workers, args.scheduler, not args.no_progress, cells)
     return run(name, scale, cells, args.workers, args.scheduler, not args.no_progress, args.out)
 
 

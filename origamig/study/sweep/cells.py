@@ -36,10 +36,10 @@ class Cell:
 
 def cell_key(row: str, col: str, policy: str, seed: int, config: SimConfig) -> str:
     """What identifies a run in a results file: row, column, policy, seed and a fingerprint of the
-    whole configuration (scale, load, variant, options), so a changed setting never reuses it."""
-    fields = json.dumps(
-        json_value(without_unset_hardware(dataclasses.asdict(config))), sort_keys=True, default=str
-    )
+    whole configuration (scale, load, variant, options), so a changed setting never reuses it. The
+    folder a trace is read from is not a setting: a copy of the trace elsewhere keeps the key."""
+    settings = dataclasses.asdict(config) | {"trace_dir": None}
+    fields = json.dumps(json_value(without_unset_hardware(settings)), sort_keys=True, default=str)
     digest = hashlib.sha1(fields.encode()).hexdigest()[:12]
     return f"{row}|{col}|{policy}|{seed}|{digest}"
 
