@@ -213,7 +213,8 @@ class Client(Timed):
 
 
 class Probe(Timed):
-    """`GET /healthz` every `PROBE_EVERY_S`, as a kubelet's liveness probe."""
+    """`GET /healthz` at once and then every `PROBE_EVERY_S`, as a kubelet's liveness probe (a run
+    shorter than one period still has a probe)."""
 
     def __init__(self, url: str, stop: Any) -> None:
         super().__init__()
@@ -221,8 +222,10 @@ class Probe(Timed):
 
     def run(self) -> None:
         with http(self.url, token=None) as c:
-            while not self.stop.wait(PROBE_EVERY_S):
+            while True:
                 self.timed("healthz", lambda: c.get("/healthz"), lambda r: r.status_code == 200)
+                if self.stop.wait(PROBE_EVERY_S):
+                    break
 
 
 class Controller(Timed):
