@@ -52,8 +52,14 @@ def solved(name: str, solver: str) -> dict:
 def test_highs_and_cpsat_agree_on_the_optimum(path: Path) -> None:
     highs, cpsat = solved(path.stem, "highs"), solved(path.stem, "cpsat")
     assert highs["solver"]["proved_optimal"] and cpsat["solver"]["proved_optimal"]
-    assert highs["solver"]["objective"] == pytest.approx(cpsat["solver"]["objective"])
-    assert highs["objective"]["proposed"] == pytest.approx(cpsat["objective"]["proposed"])
+    # The first call solves the same model for both. A later call starts from the first one's answer,
+    # which may be another of equal optima, so the end states may differ (each proved optimal).
+    first_highs, first_cpsat = (
+        d["calls"][0]["solver"] if d["calls"] else d["solver"] for d in (highs, cpsat)
+    )
+    assert first_highs["objective"] == pytest.approx(first_cpsat["objective"])
+    if len(highs["calls"]) <= 1 and len(cpsat["calls"]) <= 1:
+        assert highs["objective"]["proposed"] == pytest.approx(cpsat["objective"]["proposed"])
     assert highs["status"] == cpsat["status"] == "improved"
     assert highs["objective"]["after"] > highs["objective"]["before"]
 

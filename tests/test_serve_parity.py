@@ -26,13 +26,14 @@ from origamig.sim.start import start_pms
 from origamig.snapshot.document import placement_json
 from tests.serve_helpers import Server
 
-# The service's defaults (goal balanced, GIs in GPU order), given to both sides.
+# The service's defaults (goal balanced, GIs in GPU order, the fast primal answer), given to both sides.
 OPTIONS = {
     "deterministic": True,
     "work_limit": 100000,
     "check_interval_s": 10.0,
     "goal": "balanced",
     "gpu_order": True,
+    "primal": True,
 }
 PMS = 6
 PROFILES = ("1g.5gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb")

@@ -23,6 +23,7 @@ from origamig.bilp import Limits
 from origamig.bilp.backends.base import SOLUTION_FEASIBLE
 from origamig.call.decision import Status
 from origamig.call.solve import solve_snapshot
+from origamig.judge.replay import replay_plan
 from origamig.plan.render import render_shell
 from origamig.snapshot.document import load_snapshot, parse_snapshot
 
@@ -69,7 +70,9 @@ def timed_out(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_time_out_is_stopped_at_limit_exit_3_and_the_pending_vm_waits(tmp_path: Path) -> None:
     # Before: `unchanged: nothing strictly better was found`, exit 0, and vmP "rejected".
     out = tmp_path / "out.json"
-    code, doc, _ = solve(FIG1C, "--neighborhood", "all", "--time-limit", "0", "--out", str(out))
+    code, doc, _ = solve(
+        FIG1C, "--neighborhood", "all", "--time-limit", "0", "--out", str(out), "--no-primal"
+    )
     assert code == 3 and doc["status"] == "stopped_at_limit"
     assert doc["solver"]["stopped_at_limit"] and not doc["solver"]["proved_optimal"]
     assert "without proving optimality (gap" in doc["status_reason"]
@@ -80,12 +83,32 @@ def test_a_time_out_is_stopped_at_limit_exit_3_and_the_pending_vm_waits(tmp_path
 
 @pytest.mark.usefixtures("timed_out")
 def test_the_text_status_line_says_it_stopped(tmp_path: Path) -> None:
-    code, out, _ = run_main(["solve", str(FIG1C), "--neighborhood", "all", "--time-limit", "0"])
+    code, out, _ = run_main(
+        ["solve", str(FIG1C), "--neighborhood", "all", "--time-limit", "0", "--no-primal"]
+    )
     assert code == 3
     status = next(line for line in out.splitlines() if line.startswith("status:"))
     assert status.startswith("status: stopped_at_limit: objective 330 → 330")
     assert "; the solver stopped at its time limit" in status
     assert "unchanged" not in out and "waiting: vmP" in out
+
+
+@pytest.mark.usefixtures("timed_out")
+def test_the_fast_primal_answer_admits_what_a_stopped_solver_could_not(tmp_path: Path) -> None:
+    # The same solver, stopped at once with nothing but its start: the start is now the repair's
+    # placement (docs/solving.md#fast-primal-answer), which admits vmP; the plan replays valid.
+    out = tmp_path / "out.json"
+    code, doc, _ = solve(FIG1C, "--neighborhood", "all", "--time-limit", "0", "--out", str(out))
+    assert code == 0 and doc["status"] == "improved"
+    assert doc["solver"]["stopped_at_limit"] and not doc["solver"]["proved_optimal"]
+    assert doc["admitted"] == ["vmP"] and doc["waiting"] == [] and doc["plan"]
+    assert doc["objective"]["after"] > doc["objective"]["before"]
+    snap = load_snapshot(FIG1C)
+    running = {v: snap.vms[v] for v in snap.placement}
+    pending = {v: snap.vms[v] for v in snap.pending}
+    replayed = replay_plan(snap.pms, running, snap.placement, pending, doc["plan"])
+    assert replayed.ok, replayed.reason
+    assert dict(replayed.final_placement) == load_snapshot(out).placement
 
 
 def test_cpsat_stopping_at_its_work_limit_is_stopped_at_limit_with_the_gap() -> None:
@@ -232,7 +255,17 @@ def test_script_writes_the_dry_run_shell_script(tmp_path: Path) -> None:
 def test_script_of_a_run_that_changes_nothing_has_no_step(tmp_path: Path) -> None:
     script = tmp_path / "plan.sh"
     code, _, _ = run_main(
-        ["solve", str(FIG1C), "--neighborhood", "all", "--time-limit", "0", "--script", str(script)]
+        [
+            "solve",
+            str(FIG1C),
+            "--neighborhood",
+            "all",
+            "--time-limit",
+            "0",
+            "--no-primal",
+            "--script",
+            str(script),
+        ]
     )
     assert code == 3
     text = script.read_text()

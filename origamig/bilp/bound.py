@@ -17,7 +17,7 @@ docs/model.md#no-change-proof.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -43,6 +43,7 @@ class NoChangeProof:
     proved: bool  # bound < start + one objective step: nothing is strictly better than the start
     wall_s: float
     work: float  # HiGHS work units of the LP (thousands of simplex iterations)
+    lp_x: np.ndarray | None = field(default=None, repr=False, compare=False)  # the LP's column values
 
     @property
     def modeled_s(self) -> float:
@@ -113,10 +114,18 @@ def lp_duals(compiled: Compiled, time_limit_s: float | None) -> tuple[np.ndarray
     """Row duals of the LP relaxation (HiGHS simplex, one thread), or None if it was not solved (or
     highspy is not installed: then no proof, every call goes to its solver); and the work spent
     (thousands of simplex iterations)."""
+    duals, _, work = lp_solution(compiled, time_limit_s)
+    return duals, work
+
+
+def lp_solution(
+    compiled: Compiled, time_limit_s: float | None
+) -> tuple[np.ndarray | None, np.ndarray | None, float]:
+    """`lp_duals` with the LP's column values as well (None with the duals)."""
     try:
         import highspy
     except ImportError:
-        return None, 0.0
+        return None, None, 0.0
 
     from origamig.bilp.backends.highs import ITERATIONS_PER_WORK_UNIT, highs_lp, new_highs
 
@@ -130,8 +139,9 @@ def lp_duals(compiled: Compiled, time_limit_s: float | None) -> tuple[np.ndarray
     h.run()
     work = max(0, h.getInfo().simplex_iteration_count) / ITERATIONS_PER_WORK_UNIT
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-        return None, work
-    return np.asarray(h.getSolution().row_dual, dtype=float), work
+        return None, None, work
+    solution = h.getSolution()
+    return np.asarray(solution.row_dual, dtype=float), np.asarray(solution.col_value, dtype=float), work
 
 
 def no_change_proof(compiled: Compiled, limits: base.Limits) -> NoChangeProof:
@@ -142,10 +152,10 @@ def no_change_proof(compiled: Compiled, limits: base.Limits) -> NoChangeProof:
     t0 = time.perf_counter()
     start = compiled.objective_of(compiled.hint)
     wall = limits.wall_limit_s
-    duals, work = lp_duals(compiled, None if wall is None else _LP_SHARE_OF_LIMIT * wall)
+    duals, lp_x, work = lp_solution(compiled, None if wall is None else _LP_SHARE_OF_LIMIT * wall)
     bound = np.inf
     if duals is not None:
         bound = lp_terms(compiled, duals)[0]
     step = compiled.objective_step
     proved = step > 0 and bound < start + step - _MARGIN * max(1.0, abs(start))
-    return NoChangeProof(bound, start, proved, time.perf_counter() - t0, work)
+    return NoChangeProof(bound, start, proved, time.perf_counter() - t0, work, lp_x)

@@ -12,12 +12,14 @@ in declaration order; fixed variables become constants (moved into row bounds an
 from __future__ import annotations
 
 import gc
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pyomo.core as pyo  # not pyomo.environ: its solver/writer plugins cost ~0.2 s, unused here
 from pyomo.core.expr.numeric_expr import LinearExpression, MonomialTermExpression
 
+from origamig.bilp.configurations import cf_table, configuration_of
 from origamig.bilp.model import BilpModel
 from origamig.bilp.standard_form import Compiled, SparseRows
 from origamig.cluster.records import GiSlot, Placement
@@ -197,3 +199,98 @@ def _hand_out(
         free[p].remove(z)
         out[(i, v)] = z
     return out
+
+
+def start_of(model: BilpModel, compiled: Compiled, target: Mapping[str, Placement]) -> np.ndarray | None:
+    """The column vector of placement `target` of the region (every running VM, the admitted pending
+    ones): the inverse of `decode`, to hand a placement found elsewhere to a solver as its start.
+
+    Each GPU takes the configuration of its GIs' slots, or, where pruning dropped it, the kept one
+    with the same GIs per profile that holds the most staying GIs' slots and then the highest CF (it
+    is worth at least as much: configurations.py). None when the placement has no column (a VM on a
+    PM or GPU the model leaves out); the caller checks the rows (`Compiled.holds`)."""
+    m, region = model.pyomo, model.region
+    ones: list[Any] = []
+    multi_class = {(i, j) for i, j, _ in m.z}
+    try:
+        for i, pl in target.items():
+            ones.append(m.x[(i, pl.pm)])
+            ones.extend(m.y[(i, v, pl.pm, slot.gpu)] for v, slot in enumerate(pl.gis))
+            if pl.gis and (i, pl.pm) in multi_class:
+                h = model.gpu_models[(pl.pm, pl.gis[0].gpu)].gpu_class
+                ones.append(m.z[(i, pl.pm, h)])
+        ones.extend(m.phi[j] for j in {pl.pm for pl in target.values()})
+    except KeyError:
+        return None
+    chosen = _configurations_of(model, target)
+    if chosen is None:
+        return None
+    ones.extend(m.q[(*g, c)] for g, c in chosen.items())
+    ones.extend(m.gamma[g] for g in chosen)
+    for i, before in region.previous.items():
+        now = target.get(i)
+        moved = now is None or now.pm != before.pm
+        stays = [
+            not moved and now is not None and now.gis[v].gpu == slot.gpu and _holds_slot(model, chosen, i, v)
+            for v, slot in enumerate(before.gis)
+        ]
+        ones.extend(m.stay[(i, v)] for v, kept in enumerate(stays) if kept)
+        if moved:
+            ones.append(m.mig[i])
+        if moved or not all(stays):
+            ones.append(m.omega[i])
+    value = {id(var): 1.0 for var in ones}
+    for h in m.ngpu:
+        value[id(m.ngpu[h])] = sum(1 for g in chosen if model.gpu_models[g].gpu_class == h)
+        hosts = {j for j, k in model.gpu_models if model.gpu_models[(j, k)].gpu_class == h}
+        value[id(m.npm[h])] = len(hosts & {pl.pm for pl in target.values()})
+    return np.asarray([value.get(id(var), 0.0) for var in compiled.columns], dtype=float)
+
+
+def _holds_slot(model: BilpModel, chosen: Mapping[tuple[int, int], int], i: str, v: int) -> bool:
+    """Whether GI v of running VM i finds its previous slot in the configuration chosen for its GPU."""
+    before = model.region.previous[i]
+    gpu = (before.pm, before.gis[v].gpu)
+    c = chosen.get(gpu)
+    if c is None:
+        return False
+    md = model.gpu_models[gpu]
+    slot = (md.profile(model.region.vms[i].gis[v].name).index, before.gis[v].start)
+    return slot in model.configuration(gpu, c).slots
+
+
+def _configurations_of(
+    model: BilpModel, target: Mapping[str, Placement]
+) -> dict[tuple[int, int], int] | None:
+    """The configuration column of each GPU `target` uses (see `start_of`), None if one has none."""
+    region = model.region
+    slots: dict[tuple[int, int], set[tuple[int, int]]] = {}
+    staying: dict[tuple[int, int], set[tuple[int, int]]] = {}
+    for i, pl in target.items():
+        before = region.previous.get(i)
+        for v, slot in enumerate(pl.gis):
+            g = (pl.pm, slot.gpu)
+            s = (model.gpu_models[g].profile(region.vms[i].gis[v].name).index, slot.start)
+            slots.setdefault(g, set()).add(s)
+            if before is not None and before.pm == pl.pm and before.gis[v] == slot:
+                staying.setdefault(g, set()).add(s)
+    by_gpu: dict[tuple[int, int], list[int]] = {}
+    for j, k, c in model.pyomo.q:
+        by_gpu.setdefault((j, k), []).append(c)
+    chosen: dict[tuple[int, int], int] = {}
+    for g, used in slots.items():
+        md = model.gpu_models[g]
+        exact = configuration_of(md, frozenset(used))
+        if (*g, exact) in model.pyomo.q:
+            chosen[g] = exact
+            continue
+        counts = model.configuration(g, exact).counts
+        cf = cf_table(md, model.weights)
+        same = [c for c in by_gpu.get(g, ()) if model.configuration(g, c).counts == counts]
+        if not same:
+            return None
+        stay = staying.get(g, set())
+        chosen[g] = max(
+            same, key=lambda c: (len(stay.intersection(model.configuration(g, c).slots)), cf[c], -c)
+        )
+    return chosen

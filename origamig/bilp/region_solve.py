@@ -8,13 +8,17 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from origamig.bilp.backends.base import Limits, SolveResult, get_backend
 from origamig.bilp.backends.deadline import start_solver_helpers
 from origamig.bilp.bound import NoChangeProof, no_change_proof
-from origamig.bilp.compile import compile_model, decode
-from origamig.bilp.model import build_model
+from origamig.bilp.compile import compile_model, decode, start_of
+from origamig.bilp.model import BilpModel, build_model
 from origamig.bilp.nogood import NoGood, add_no_goods, touched_gpus
-from origamig.bilp.restrict import restrict
+from origamig.bilp.primal import repair
+from origamig.bilp.restrict import Region, restrict
+from origamig.bilp.standard_form import Compiled
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import Placement, Weights
 from origamig.judge.objective import evaluate
@@ -32,6 +36,7 @@ class RegionSolution:
     work: float  # deterministic work units spent (see the backend)
     size: dict[str, int]  # columns, rows, nonzeros
     modeled_s: float = 0.0  # load-independent duration: work × the backend's seconds per unit + build
+    primal_gain: float | None = None  # what the fast primal answer gained over the start (None: not run)
 
 
 # Build + compile cost per nonzero of the compiled model, measured on 16-PM neighborhoods
@@ -49,6 +54,7 @@ def solve_region(
     prove_first: bool = True,
     no_goods: Sequence[NoGood] = (),
     bound_alongside: bool = False,
+    primal: bool = False,
 ) -> RegionSolution:
     """Optimize the region from its current placement (pending VMs rejected) as the start.
 
@@ -58,7 +64,9 @@ def solve_region(
     limit), the LP bound is computed while the solver's helper process already solves the MIP, and
     a proof ends that helper: the answer comes sooner, at the price of a new helper for the next call
     (for a one-shot process such as `origamig solve`). `no_goods` exclude earlier targets whose moves
-    had no valid order (`nogood.py`)."""
+    had no valid order (`nogood.py`). With `primal`, when the bound proves nothing, the fast primal
+    answer (`primal.repair`, guided by the LP's values when it ran) is the solver's start: the solver
+    returns at least as good a placement at any limit (docs/solving.md#fast-primal-answer)."""
     backend = get_backend(solver)
     start_solver_helpers(solver, limits)  # new solver helpers start while the model is built
     t0 = time.perf_counter()
@@ -77,12 +85,16 @@ def solve_region(
     alongside = prove_first and bound_alongside and not limits.deterministic
     early = prove() if prove_first and not alongside else None
     t_bound = time.perf_counter()
+    start, primal_gain = compiled.hint, None
+    if primal and early is None:
+        start, primal_gain = _primal_start(
+            dc, region, weights, model, compiled, proofs[-1] if proofs else None
+        )
+    t_primal = time.perf_counter()
     if early is not None:
         result = early
     else:
-        result = backend.solve(
-            compiled, compiled.hint, limits.less(t_bound - t2), prove if alongside else None
-        )
+        result = backend.solve(compiled, start, limits.less(t_primal - t2), prove if alongside else None)
     t3 = time.perf_counter()
     proof = proofs[0] if proofs else None
     target = decode(model, compiled, result.x if result.x is not None else compiled.hint)
@@ -98,12 +110,46 @@ def solve_region(
         "build_s": t1 - t0,
         "compile_s": t2 - t1,
         "bound_s": proof.wall_s if proof is not None else 0.0,
-        "solve_s": t3 - t_bound,
+        "solve_s": t3 - t_primal,
         "decode_s": t4 - t3,
     }
+    if primal_gain is not None:
+        timings["primal_s"] = t_primal - t_bound
     modeled = (
         result.work * backend.seconds_per_work
         + (proof.modeled_s if proof is not None else 0.0)
         + compiled.size.get("nonzeros", 0) * BUILD_SECONDS_PER_NONZERO
     )
-    return RegionSolution(target, admitted, rejected, result, timings, result.work, compiled.size, modeled)
+    return RegionSolution(
+        target, admitted, rejected, result, timings, result.work, compiled.size, modeled, primal_gain
+    )
+
+
+def _primal_start(
+    dc: DataCenter,
+    region: Region,
+    weights: Weights,
+    model: BilpModel,
+    compiled: Compiled,
+    proof: NoChangeProof | None,
+) -> tuple[np.ndarray, float]:
+    """The solver's start from the fast primal answer, and its gain over the current placement (the
+    current placement and 0 when it finds nothing better, or its answer has no valid column vector)."""
+    lp_pm: dict[int, float] = {}
+    lp_vm_pm: dict[tuple[str, int], float] = {}
+    if proof is not None and proof.lp_x is not None:
+        phi = {id(var): j for j, var in model.pyomo.phi.items()}
+        x = {id(var): key for key, var in model.pyomo.x.items()}
+        for var, value in zip(compiled.columns, proof.lp_x, strict=True):
+            if id(var) in phi:
+                lp_pm[phi[id(var)]] = float(value)
+            elif id(var) in x:
+                lp_vm_pm[x[id(var)]] = float(value)
+    found = repair(dc.pms, region, weights, lp_pm, lp_vm_pm)
+    if found is None:
+        return compiled.hint, 0.0
+    vector = start_of(model, compiled, found.target)
+    if vector is None or not compiled.holds(vector):
+        return compiled.hint, 0.0
+    gain = compiled.objective_of(vector) - compiled.objective_of(compiled.hint)
+    return (vector, gain) if gain > 0 else (compiled.hint, 0.0)

@@ -56,3 +56,17 @@ class Compiled:
     def trivial_bound(self) -> float:
         """max c·x over the column bounds alone: a valid bound when a solver stops before it has one."""
         return float(np.sum(np.where(self.c > 0, self.c * self.col_hi, self.c * self.col_lo))) + self.offset
+
+    def holds(self, x: np.ndarray, tolerance: float = 1e-6) -> bool:
+        """Whether `x` is a solution: within the column bounds, integral where required, every row met."""
+        if len(x) != self.A.shape[1]:
+            return False
+        if np.any(x < self.col_lo - tolerance) or np.any(x > self.col_hi + tolerance):
+            return False
+        if np.any(np.abs(x[self.integer] - np.round(x[self.integer])) > tolerance):
+            return False
+        A = self.A
+        rows = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
+        activity = np.bincount(rows, weights=A.data * x[A.indices], minlength=A.shape[0])
+        low, high = self.row_lo - tolerance, self.row_hi + tolerance
+        return bool(np.all(activity >= low) and np.all(activity <= high))

@@ -107,6 +107,7 @@ def decide(
     *,
     bound_alongside: bool = False,
     gpu_order: bool = True,
+    primal: bool = False,
 ) -> Decision:
     """Solve the neighborhood (`pms`, `pending`), plan, referee, decide; never mutates `dc`.
 
@@ -115,6 +116,8 @@ def decide(
     `gpu_order`: the GIs of a VM that starts or moves to another PM are numbered in GPU order
     (`in_gpu_order`), so that its plan creates them GPU by GPU; off, the solver's order (the stored
     simulation results were made with it).
+    `primal`: the fast primal answer is the solver's start (`bilp.solve_region`), for callers with a
+    small time budget; the stored simulation results were made without it.
 
     When the solution's moves have no valid order, up to `no_good_limit` times: exclude it by a
     no-good cut on the VMs that could not be ordered (`bilp.nogood`) and solve again, so that an
@@ -122,7 +125,15 @@ def decide(
     cuts: list[NoGood] = []
     while True:
         raw = solve_region(
-            dc, pms, pending, weights, solver, limits, no_goods=cuts, bound_alongside=bound_alongside
+            dc,
+            pms,
+            pending,
+            weights,
+            solver,
+            limits,
+            no_goods=cuts,
+            bound_alongside=bound_alongside,
+            primal=primal,
         )
         sol = (
             replace(raw, target={v: _ordered(dc, v, pl) for v, pl in raw.target.items()})

@@ -157,6 +157,7 @@ def solve_snapshot(
     no_good_limit: int = NO_GOOD_LIMIT,
     bandwidth_gbit_s: float = DEFAULT_BANDWIDTH_GBIT_S,
     bound_alongside: bool = False,
+    primal: bool = False,
 ) -> Outcome:
     """Optimize `snap` for `goal` and decide; never mutates `snap`.
 
@@ -164,7 +165,8 @@ def solve_snapshot(
     `neighborhood="auto"`, calls on Algorithm 1's neighborhoods; with `all` or a list of PM ids,
     calls on those PMs. At most `calls` calls. A target whose moves have no valid order is excluded
     and solved again up to `no_good_limit` times per call. `bound_alongside`: each call's LP bound
-    runs while its solver already solves (`decision.decide`), for a one-shot process."""
+    runs while its solver already solves (`decision.decide`), for a one-shot process. `primal`: each
+    call's solver starts from the fast primal answer (docs/solving.md#fast-primal-answer)."""
     goal_weights = CallWeights(goal_of(goal), weights or snap.weights)
     dc = snap.datacenter()
     mode, pms = scope_pms(dc, neighborhood)
@@ -177,7 +179,7 @@ def solve_snapshot(
         max_calls=calls,
         scope=pms,
         scope_kind=mode,
-        options=CallOptions(no_good_limit, bandwidth_gbit_s, bound_alongside),
+        options=CallOptions(no_good_limit, bandwidth_gbit_s, bound_alongside, primal),
     )
     outcome = _outcome(snap, dc, seq, goal_weights, mode, calls, bandwidth_gbit_s)
     _guard(snap, dc, outcome)

@@ -41,11 +41,13 @@ from origamig.plan.steps import DEFAULT_BANDWIDTH_GBIT_S
 class CallOptions:
     """How each call is decided beyond its solver and limits (`decision.decide`): how many targets
     without a valid move order it excludes and solves again, the bandwidth its plan's moves copy
-    memory at, and whether its LP bound runs beside the solver (a one-shot process)."""
+    memory at, whether its LP bound runs beside the solver (a one-shot process), and whether the
+    fast primal answer is the solver's start."""
 
     no_good_limit: int = 0
     bandwidth_gbit_s: float = DEFAULT_BANDWIDTH_GBIT_S
     bound_alongside: bool = False
+    primal: bool = False
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,7 @@ class _Run:
             o.no_good_limit,
             o.bandwidth_gbit_s,
             bound_alongside=o.bound_alongside,
+            primal=o.primal,
         )
         self.calls.append(Call(nb, decision, weights))
         for v in nb.pending:

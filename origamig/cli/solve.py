@@ -143,6 +143,15 @@ def solve(
             " again before giving up (docs/solving.md#no-good-cuts).",
         ),
     ] = 5,
+    primal: Annotated[
+        bool,
+        typer.Option(
+            "--primal/--no-primal",
+            help="Start each call's solver from a fast primal answer (greedy admissions and emptied"
+            " servers, milliseconds): a time limit of a second or less still returns an improving plan"
+            " (docs/solving.md#fast-primal-answer).",
+        ),
+    ] = True,
     accept: Annotated[
         float | None, typer.Option("--accept", help="Override weight a_i (admitting a VM).")
     ] = None,
@@ -192,6 +201,7 @@ def solve(
             no_good_limit=no_good_cuts,
             bandwidth_gbit_s=bandwidth,
             bound_alongside=True,  # this process waits for the answer: the LP bound beside the solver
+            primal=primal,
         )
     from origamig.cli.terminal import render_text, write_stdout
 

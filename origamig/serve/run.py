@@ -37,7 +37,7 @@ POLICY = "origamig"  # the policy the service drives (its options come from `--o
 DEFAULT_STEP_TIMEOUT_S = 600.0
 REQUEST_TIMEOUT_S = 10.0  # a connection's time to deliver a whole request (`connections.py`)
 # The service's policy defaults differ from the simulator's: admit first, GIs created GPU by GPU.
-SERVE_DEFAULTS: dict[str, Any] = {"goal": DEFAULT_GOAL, "gpu_order": True}
+SERVE_DEFAULTS: dict[str, Any] = {"goal": DEFAULT_GOAL, "gpu_order": True, "primal": True}
 # `--optimizer off`: the extender and the arrival rule only; an arrival that fits nowhere is refused.
 OPTIMIZER_OFF: dict[str, Any] = {"admission_calls": False, "consolidation_calls": False}
 

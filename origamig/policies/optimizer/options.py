@@ -37,6 +37,7 @@ _BOOLEAN = (
     "spill",
     "reuse_unchanged",
     "gpu_order",
+    "primal",
 )
 
 
@@ -70,6 +71,7 @@ class OrigaMIGOptions:
     calls_per_step: int = 1
     goal: Goal = Goal.PAPER  # the weights each call decides with (docs/solving.md#goals); serve: balanced
     gpu_order: bool = False  # number a started or moved VM's GIs in GPU order (serve: on; see decide)
+    primal: bool = False  # the fast primal answer as each call's start (serve: on; bilp/primal.py)
 
     def __post_init__(self) -> None:
         problems = _problems(self)

@@ -265,6 +265,7 @@ class OrigaMIG:
                 select_s,
                 self.call_weights.admits_first,
                 self.options.gpu_order,
+                self.options.primal,
             )
             if key is not None and _proved_unchanged(work):
                 remember(self._unchanged, key, work, REUSE_CAPACITY)
@@ -356,6 +357,7 @@ def run_call(
     select_s: float = 0.0,
     admits_first: bool = False,
     gpu_order: bool = False,
+    primal: bool = False,
 ) -> Work:
     """One call on neighborhood `nb` (`decision.decide`), as the Work the simulator applies.
 
@@ -363,7 +365,7 @@ def run_call(
     Algorithm 1 rejected outright; `Work.reasons` says why each is (`call/reasons.py`, judged on the
     state the call leaves; `admits_first`: whether its goal ranks admitting first)."""
     t0 = time.perf_counter()
-    decision = decide(dc, nb.pms, nb.pending, weights, solver, limits, gpu_order=gpu_order)
+    decision = decide(dc, nb.pms, nb.pending, weights, solver, limits, gpu_order=gpu_order, primal=primal)
     sol = decision.solution
     applied = decision.applied
     admitted = tuple(v for v in nb.pending if v in decision.changed) if applied else ()
