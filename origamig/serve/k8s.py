@@ -47,7 +47,7 @@ def _pod_vm(live: Live, args: Any) -> VmSpec:
         raise RequestError("body: expected ExtenderArgs (an object with Pod and Nodes or NodeNames)")
     entry = pod_entry(args.get("Pod"), live.most_gis)
     try:
-        return read_vm_entry(entry, live.probe)
+        return read_vm_entry(entry, live.request_context)
     except RequestError as exc:
         raise RequestError([f"Pod: {line}" for line in exc.problems]) from None
 

@@ -35,7 +35,7 @@ from origamig.serve.plans import (
     placement_after,
     step_problem,
 )
-from origamig.serve.requests import RequestError, most_gis, probe_document, read_vm_entry
+from origamig.serve.requests import EntryContext, RequestError, most_gis, read_vm_entry
 from origamig.serve.snapshot_view import SnapshotView
 from origamig.serve.store import Store, StoreError
 from origamig.serve.verdicts import VerdictCache
@@ -119,7 +119,7 @@ class Live:
         # Every VM entry (arrival order), and `GET /v1/snapshot` kept encoded.
         entries = ({k: v for k, v in vm.items() if k != "placement"} for vm in document["vms"])
         self.view = SnapshotView(self.seed.document, self.dc.pms, entries)
-        self.probe = probe_document(document)
+        self.request_context = EntryContext.of(snap)  # what each VM request is read against
         self.most_gis = most_gis(self.dc.pms)  # a request for more GIs is refused at once
         # The PMs of each GPU class (the PMs never change while the service runs): the extender's test
         # that a node can host a pod at all.
@@ -191,7 +191,7 @@ class Live:
                 raise RequestError([f"{k}: not a field of a VM request (fields: {known})" for k in unknown])
             if "pm" in raw and "placement" in raw:
                 raise RequestError('pm: give "pm" (the node it is bound to) or "placement", not both')
-        vm = read_vm_entry(raw, self.probe, self.most_gis)
+        vm = read_vm_entry(raw, self.request_context, self.most_gis)
         entry = copy.deepcopy({k: v for k, v in raw.items() if k not in ("pm", "placement")})
         with self.writing:
             with self.lock:

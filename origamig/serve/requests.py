@@ -1,23 +1,27 @@
 """VM requests as the service reads them: a snapshot VM entry without `placement`, read by the
-snapshot reader itself (docs/formats.md#snapshot), and a Kubernetes pod turned into such an entry.
+snapshot reader's own entry reader (docs/formats.md#snapshot), and a Kubernetes pod turned into such
+an entry.
 
 The reader resolves profile names against the GPU models on the snapshot's PMs, in order of first
-appearance. `probe_document` keeps only the PMs that bring a new model, in snapshot order: the same
-models in the same order, so an entry reads exactly as it would inside the whole snapshot, in a
-document of a few PMs instead of thousands.
+appearance (`EntryContext`, worked out once), so an entry reads exactly as it would inside the whole
+snapshot.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from origamig.cluster.catalog import Catalog, GpuModel, default_catalog
 from origamig.cluster.records import PmSpec, VmSpec
-from origamig.errors import SnapshotError, UserError
+from origamig.errors import UserError
 from origamig.serve.door import MAX_NAME, MAX_NAMESPACE, id_problem
-from origamig.snapshot.document import parse_snapshot
+from origamig.snapshot.document import Snapshot
+from origamig.snapshot.reader import read_vm_entry as read_one_entry
 
+ENTRY_PATH = "vm"  # the path the entry reader names fields under (taken off: `cpu: missing`)
 MIG_RESOURCE = "nvidia.com/mig-"  # container resources `nvidia.com/mig-<profile>` (the mixed strategy)
 
 
@@ -25,19 +29,18 @@ class RequestError(UserError):
     """A request the service refuses (HTTP 400): one line per problem, naming the field and value."""
 
 
-def probe_document(document: Mapping[str, Any]) -> dict[str, Any]:
-    """The seed document reduced to the PMs that bring a GPU model not seen on an earlier PM."""
-    seen: set[str] = set()
-    pms: list[dict[str, Any]] = []
-    for pm in document.get("pms", []):
-        models = {str(g) for g in pm.get("gpus", [])}
-        if models - seen or not pms:
-            pms.append({k: v for k, v in pm.items() if k != "powered_off"})
-            seen |= models
-    probe = {"version": document.get("version"), "pms": pms}
-    if "gpu_models" in document:
-        probe["gpu_models"] = document["gpu_models"]
-    return probe
+@dataclass(frozen=True)
+class EntryContext:
+    """What a VM entry is read against: the GPU models on the PMs (order of first appearance) and the
+    catalog with the snapshot's inline models."""
+
+    present: tuple[GpuModel, ...]
+    catalog: Catalog
+
+    @classmethod
+    def of(cls, snap: Snapshot) -> EntryContext:
+        present = {g.name: g for pm in snap.pms for g in pm.gpus}  # first appearance kept
+        return cls(tuple(present.values()), default_catalog().with_gpus(snap.gpu_models))
 
 
 def most_gis(pms: Sequence[PmSpec]) -> int:
@@ -52,7 +55,7 @@ def gi_count_problem(count: int, limit: int, where: str = "gis") -> str | None:
     return None
 
 
-def read_vm_entry(raw: Any, probe: Mapping[str, Any], limit: int | None = None) -> VmSpec:
+def read_vm_entry(raw: Any, context: EntryContext, limit: int | None = None) -> VmSpec:
     """The VM of request entry `raw` (its `placement`, if any, is read by the caller); `RequestError`
     names every bad field (`gis[0]: ...`). A request for more than `limit` GIs is refused before it is
     read."""
@@ -68,11 +71,10 @@ def read_vm_entry(raw: Any, probe: Mapping[str, Any], limit: int | None = None) 
     if problem is not None:
         raise RequestError(problem)
     raw = {k: v for k, v in raw.items() if k != "placement"}
-    try:
-        snap = parse_snapshot({**probe, "vms": [raw]})
-    except SnapshotError as exc:
-        raise RequestError([line.removeprefix("vms[0].") for line in exc.problems]) from None
-    return snap.vms[raw["id"]]
+    vm, problems = read_one_entry(raw, context.present, context.catalog, ENTRY_PATH)
+    if vm is None:
+        raise RequestError([line.removeprefix(f"{ENTRY_PATH}.") for line in problems])
+    return vm
 
 
 # --- Kubernetes pods ---------------------------------------------------------------------------

@@ -9,7 +9,7 @@ problem, and a record whose fields are wrong is left out so that later checks do
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sized
+from collections.abc import Mapping, Sequence, Sized
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +42,24 @@ def read_document(doc: Any, catalog: Catalog, fast: bool = True) -> tuple[Snapsh
     reader = _Reader(catalog, fast)
     parts = reader.read(doc)
     return (parts if not reader.problems else None), reader.problems
+
+
+def read_vm_entry(
+    raw: Any, present: Sequence[GpuModel], catalog: Catalog, path: str = "vm"
+) -> tuple[VmSpec | None, list[str]]:
+    """One VM entry without `placement`, read exactly as inside a snapshot whose PMs carry the GPU
+    models `present` (in order of first appearance) with `catalog` (inline models included): the VM
+    (None when it has problems) and every problem, by path under `path`. The service reads each VM
+    request with it; the snapshot reader reads each entry the same way (`_Reader.read_vm`)."""
+    reader = _Reader(catalog)
+    if not isinstance(raw, dict):
+        reader.err(path, f"expected an object, got {show(raw)} ({kind_of(raw)})")
+        return None, reader.problems
+    if "placement" in raw:
+        reader.err(f"{path}.placement", "a VM entry read on its own has no placement")
+        return None, reader.problems
+    vm, _, _ = reader.read_vm(raw, path, {}, [], {}, list(present), catalog, blind=False)
+    return (vm if not reader.problems else None), reader.problems
 
 
 class _Reader(FieldReader):
