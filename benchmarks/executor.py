@@ -21,7 +21,7 @@ probability 0.8, in proportion to the slices. Two scenarios per seed:
 The table reports the median planning wall time over the repeats per seed, the median over seeds
 per scenario, and the time of the independent replay of the plan.
 
-`--cases N` runs the property test `tests/test_executor.py::test_random_plans_are_valid_at_every_step`
+`--cases N` runs the property test `tests/plan/test_executor.py::test_random_plans_are_valid_at_every_step`
 with N hypothesis examples (CI runs 2,000) and reports whether it passed.
 
 Prints a table and writes `benchmarks/results/executor.json`.
@@ -236,7 +236,7 @@ def measure(scenario: str, seed: int, n_vms: int, n_pms: int, repeats: int) -> d
 
 def run_cases(n: int) -> dict[str, object]:
     env = {**os.environ, "ORIGAMIG_EXECUTOR_CASES": str(n)}
-    test = "tests/test_executor.py::test_random_plans_are_valid_at_every_step"
+    test = "tests/plan/test_executor.py::test_random_plans_are_valid_at_every_step"
     start = time.perf_counter()
     proc = subprocess.run(
         [

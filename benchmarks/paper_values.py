@@ -56,7 +56,7 @@ TABLE8: dict[str, dict[float, dict[str, float]]] = {
 }
 
 # An independent reading of this workload over 100 seeds (FF, default setup; shares as fractions 0–1):
-# the simulator's FF must land on it up to seed noise (benchmarks/simulator.py, tests/test_sim_runner.py).
+# the simulator's FF must land on it up to seed noise (benchmarks/simulator.py, tests/sim/test_sim_runner.py).
 READING_FF_100_SEEDS: dict[float, dict[str, float]] = {
     0.75: {"acceptance": 0.986, "active_pms": 112.1, "energy_mwh": 5.72},
     1.0: {"acceptance": 0.838, "active_pms": 125.7, "energy_mwh": 6.55},

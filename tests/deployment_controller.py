@@ -1,5 +1,5 @@
 """A stand-in for a cluster's own controllers beside `origamig serve`, for the end-to-end deployment
-test (tests/test_serve_e2e.py). It knows nothing of origamig but its HTTP API:
+test (tests/serve/test_serve_e2e.py). It knows nothing of origamig but its HTTP API:
 
 - a kube-scheduler stand-in asks the extender (`/k8s/filter`, `/k8s/prioritize`) about every node,
   adds a score of its own and binds the pod to the best node (`POST /v1/vms` with `"pm"`); a pod that

@@ -16,8 +16,8 @@ import httpx
 
 from origamig.judge.check import check_placement
 from origamig.snapshot.document import Snapshot, parse_snapshot
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 TOKEN = "test-token-0123456789abcdef"
 START_TIMEOUT_S = 60.0

@@ -4,7 +4,7 @@ Python's encoder runs in C only without indentation; with it, it is a chain of g
 documents the package writes for a large cluster (a 10,000-server snapshot or `solve` answer is
 8 MB) spend most of their writing there. This writer appends the pieces to one list instead, and
 falls back to `json.dumps` for a value of any other type (which then raises as it would).
-tests/test_json_writer.py holds it to `json.dumps` on arbitrary documents.
+tests/snapshot/test_json_writer.py holds it to `json.dumps` on arbitrary documents.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Most VM entries of a large cluster's snapshot are plain: an ASCII id, CPU and RA
 such an entry `PlainVms.read` checks every rule the full reader (`reader.py`) checks and returns
 the same records; for any other entry, or any entry with a problem, it returns None and changes
 nothing, and the full reader reads it (and words its problems). It therefore never accepts what
-the full reader refuses, and never builds other records (tests/test_snapshot_plain_vm.py).
+the full reader refuses, and never builds other records (tests/snapshot/test_snapshot_plain_vm.py).
 
 What makes it cheap: no JSON paths are formatted unless a slice is claimed, profiles are resolved
 once per (model, names), and a GI's (model, profile, start) is judged once.
