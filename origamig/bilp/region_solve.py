@@ -20,7 +20,7 @@ from origamig.bilp.primal import repair
 from origamig.bilp.restrict import Region, restrict
 from origamig.bilp.standard_form import Compiled
 from origamig.cluster.datacenter import DataCenter
-from origamig.cluster.records import Placement, Weights
+from origamig.cluster.records import Placement, PmSpec, Weights
 from origamig.judge.objective import evaluate
 
 
@@ -97,12 +97,7 @@ def solve_region(
         result = backend.solve(compiled, start, limits.less(t_primal - t2), prove if alongside else None)
     t3 = time.perf_counter()
     proof = proofs[0] if proofs else None
-    target = decode(model, compiled, result.x if result.x is not None else compiled.hint)
-    if not result.proved_optimal:
-        # An unproved incumbent may carry a needless m, ω or φ; report what the returned placement is worth.
-        value = evaluate(dc.pms, region.vms, target, region.previous, weights, region.pms, region.vms).value
-        if result.objective is None or value > result.objective:
-            result = replace(result, objective=value, bound=max(value, result.bound or value))
+    target, result = _decoded(dc.pms, region, weights, model, compiled, result)
     t4 = time.perf_counter()
     admitted = tuple(v for v in region.pending if v in target)
     rejected = tuple(v for v in region.pending if v not in target)
@@ -123,6 +118,24 @@ def solve_region(
     return RegionSolution(
         target, admitted, rejected, result, timings, result.work, compiled.size, modeled, primal_gain
     )
+
+
+def _decoded(
+    pms: Sequence[PmSpec],
+    region: Region,
+    weights: Weights,
+    model: BilpModel,
+    compiled: Compiled,
+    result: SolveResult,
+) -> tuple[dict[str, Placement], SolveResult]:
+    """The placement the solver's answer decodes to, and the answer valued as that placement when it
+    is not proved (an unproved incumbent may carry a needless m, ω or φ)."""
+    target = decode(model, compiled, result.x if result.x is not None else compiled.hint)
+    if not result.proved_optimal:
+        value = evaluate(pms, region.vms, target, region.previous, weights, region.pms, region.vms).value
+        if result.objective is None or value > result.objective:
+            result = replace(result, objective=value, bound=max(value, result.bound or value))
+    return target, result
 
 
 def _primal_start(

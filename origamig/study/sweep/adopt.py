@@ -31,6 +31,22 @@ def adoption_sample(stale: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(cheapest.values())
 
 
+def _sample_cells(
+    path: Path, sample: list[dict[str, Any]], scale: Scale, known: Sequence[Cell]
+) -> list[Cell]:
+    """The cell of each sampled run: the command's own with its key (`known`), else rebuilt from the
+    record; `UserError` when one does not rebuild to its key."""
+    by_key = {c.key: c for c in known}
+    rebuilt = cells_of(sample, scale)
+    cells = [by_key.get(r["cell"], cell) for r, cell in zip(sample, rebuilt, strict=True)]
+    for r, cell in zip(sample, cells, strict=True):
+        if cell.key != r["cell"]:
+            raise UserError(
+                f"--adopt: {path}: cell {r['cell']!r} does not rebuild at this scale ({cell.key})"
+            )
+    return cells
+
+
 def adopt(
     name: str,
     scale: Scale,
@@ -56,14 +72,7 @@ def adopt(
         print(f"{path}: every run was made by this code ({code}); nothing to adopt")
         return []
     sample = adoption_sample(stale)
-    by_key = {c.key: c for c in known}
-    rebuilt = cells_of(sample, scale)
-    cells = [by_key.get(r["cell"], cell) for r, cell in zip(sample, rebuilt, strict=True)]
-    for r, cell in zip(sample, cells, strict=True):
-        if cell.key != r["cell"]:
-            raise UserError(
-                f"--adopt: {path}: cell {r['cell']!r} does not rebuild at this scale ({cell.key})"
-            )
+    cells = _sample_cells(path, sample, scale, known)
     print(f"{path}: checking {len(sample)} of {len(stale)} runs made by other code: " +
           ", ".join(f"{c.row} {c.col} seed {c.seed}" for c in cells))  # fmt: skip
     jobs = [Job(f"{c.row} {c.col} seed {c.seed}", c.config.horizon_s) for c in cells]
