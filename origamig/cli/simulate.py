@@ -23,9 +23,10 @@ from origamig.cli.arguments import (
 from origamig.cli.results_view import summary_table
 from origamig.cli.terminal import operator_console
 from origamig.errors import UserError
-from origamig.sim.scenario import VARIANTS, SimConfig, data_center_fields, validate
+from origamig.sim.scenario import VARIANTS, data_center_fields
 from origamig.snapshot.document import write_json_atomic
 from origamig.solver_registry import DEFAULT_BACKEND, backend_names
+from origamig.study.plan import RunSetting, plan_runs
 from origamig.study.progress import Job, RunsProgress
 from origamig.study.results import document
 from origamig.study.runner import FailedRun, RunSpec, kept_result, kept_run_path, run_all
@@ -114,35 +115,21 @@ def simulate(
     options = parse_options(option or [], policies)
     if bound is not None:
         options = (*options, *parse_options([f"bound={bound}"], policies))
-    hardware = data_center_fields(pms, fleet, start, names=("--pms", "--fleet", "--from"))
-    configs = [
-        SimConfig(
-            load=rho,
-            **hardware,
-            variant=variant,
-            warmup_s=parse_duration(warmup, "--warmup"),
-            measure_s=parse_duration(measure, "--measure"),
-            deterministic=deterministic,
-            solver=solver,
-            requests_file=str(requests) if requests else None,
-            trace_dir=trace_dir,
-            debug_check=debug_check,
-            policy_options=options,
-        )
-        for rho in parse_loads(load or ["0.85"])
-    ]
-    problems = []
-    if solver not in backend_names():
-        problems.append(f"--solver: {solver!r} is not one of {', '.join(backend_names())}")
     if workers < 1:
-        problems.append(f"--workers: {workers} must be at least 1")
-    if not policies:
-        problems.append("--policy: give at least one policy")
-    if problems:
-        raise UserError(problems)
-    for cfg in configs:
-        validate(cfg)
-    specs = [RunSpec(cfg, p, s) for cfg in configs for p in policies for s in parse_seeds(seeds)]
+        raise UserError(f"--workers: {workers} must be at least 1")
+    setting = RunSetting(
+        data_center_fields(pms, fleet, start, names=("--pms", "--fleet", "--from")),
+        parse_duration(warmup, "--warmup"),
+        parse_duration(measure, "--measure"),
+        variant,
+        deterministic,
+        solver,
+        str(requests) if requests else None,
+        trace_dir,
+        debug_check,
+        options,
+    )
+    specs = plan_runs(setting, policies, parse_loads(load or ["0.85"]), parse_seeds(seeds))
     if checkpoint_dir is not None and not as_json:
         kept = sum(kept_result(kept_run_path(checkpoint_dir, s, ".json")) is not None for s in specs)
         if kept:

@@ -332,18 +332,18 @@ def run_policy(
 ) -> RunResult:
     """Simulate `policy` on a fleet file or from a snapshot (or the paper's data center), as
     `origamig simulate` does; `options` are the policy's (e.g. `work_limit=100` for OrigaMIG)."""
-    from origamig.sim.scenario import SimConfig, data_center_fields
-    from origamig.study.runner import RunSpec, run_all
+    from origamig.sim.scenario import data_center_fields
+    from origamig.study.plan import RunSetting, plan_runs
+    from origamig.study.runner import run_all
 
     hardware = data_center_fields(pms, fleet, snapshot)
-    config = SimConfig(
-        load=load,
-        warmup_s=warmup_h * HOUR,
-        measure_s=measure_h * HOUR,
+    setting = RunSetting(
+        hardware,
+        warmup_h * HOUR,
+        measure_h * HOUR,
         deterministic=deterministic,
         policy_options=tuple(sorted(options.items())),
-        **hardware,
     )
-    result = run_all([RunSpec(config, policy, seed)], keep_going=False)[0]
+    result = run_all(plan_runs(setting, [policy], [load], [seed]), keep_going=False)[0]
     assert isinstance(result, RunResult)  # a run that raises raised here
     return result
