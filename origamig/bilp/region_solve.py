@@ -5,12 +5,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from origamig.bilp.backends.base import Limits, SolveResult, get_backend
+from origamig.bilp.backends.base import Limits, SolveResult, get_backend, then
 from origamig.bilp.backends.deadline import start_solver_helpers
 from origamig.bilp.bound import NoChangeProof, no_change_proof
 from origamig.bilp.compile import compile_model, decode, start_of
@@ -55,6 +55,7 @@ def solve_region(
     no_goods: Sequence[NoGood] = (),
     bound_alongside: bool = False,
     primal: bool = False,
+    while_waiting: Callable[[], object] | None = None,
 ) -> RegionSolution:
     """Optimize the region from its current placement (pending VMs rejected) as the start.
 
@@ -66,7 +67,9 @@ def solve_region(
     (for a one-shot process such as `origamig solve`). `no_goods` exclude earlier targets whose moves
     had no valid order (`nogood.py`). With `primal`, when the bound proves nothing, the fast primal
     answer (`primal.repair`, guided by the LP's values when it ran) is the solver's start: the solver
-    returns at least as good a placement at any limit (docs/solving.md#fast-primal-answer)."""
+    returns at least as good a placement at any limit (docs/solving.md#fast-primal-answer).
+    `while_waiting`: the caller's work that gives no answer, done while the solver works (after the
+    LP bound alongside, when that proves nothing; `backends.base.Once` for work done once)."""
     backend = get_backend(solver)
     start_solver_helpers(solver, limits)  # new solver helpers start while the model is built
     t0 = time.perf_counter()
@@ -94,7 +97,8 @@ def solve_region(
     if early is not None:
         result = early
     else:
-        result = backend.solve(compiled, start, limits.less(t_primal - t2), prove if alongside else None)
+        meanwhile = then(prove if alongside else None, while_waiting)
+        result = backend.solve(compiled, start, limits.less(t_primal - t2), meanwhile)
     t3 = time.perf_counter()
     proof = proofs[0] if proofs else None
     target, result = _decoded(dc.pms, region, weights, model, compiled, result)

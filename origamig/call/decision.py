@@ -19,7 +19,7 @@ the decision over M̂ and N̂ is the decision over the whole data center.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
@@ -108,6 +108,7 @@ def decide(
     bound_alongside: bool = False,
     gpu_order: bool = True,
     primal: bool = False,
+    while_waiting: Callable[[], object] | None = None,
 ) -> Decision:
     """Solve the neighborhood (`pms`, `pending`), plan, referee, decide; never mutates `dc`.
 
@@ -117,7 +118,8 @@ def decide(
     (`in_gpu_order`), so that its plan creates them GPU by GPU; off, the solver's order (the stored
     simulation results were made with it).
     `primal`: the fast primal answer is the solver's start (`bilp.solve_region`), for callers with a
-    small time budget; the stored simulation results were made without it.
+    small time budget; the stored simulation results were made without it. `while_waiting`: work
+    of the caller's done while the solver works (`bilp.solve_region`).
 
     When the solution's moves have no valid order, up to `no_good_limit` times: exclude it by a
     no-good cut on the VMs that could not be ordered (`bilp.nogood`) and solve again, so that an
@@ -134,6 +136,7 @@ def decide(
             no_goods=cuts,
             bound_alongside=bound_alongside,
             primal=primal,
+            while_waiting=while_waiting,
         )
         sol = (
             replace(raw, target={v: _ordered(dc, v, pl) for v, pl in raw.target.items()})

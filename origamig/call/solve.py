@@ -12,7 +12,7 @@ returned.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -158,6 +158,7 @@ def solve_snapshot(
     bandwidth_gbit_s: float = DEFAULT_BANDWIDTH_GBIT_S,
     bound_alongside: bool = False,
     primal: bool = False,
+    while_waiting: Callable[[], object] | None = None,
 ) -> Outcome:
     """Optimize `snap` for `goal` and decide; never mutates `snap`.
 
@@ -166,7 +167,8 @@ def solve_snapshot(
     calls on those PMs. At most `calls` calls. A target whose moves have no valid order is excluded
     and solved again up to `no_good_limit` times per call. `bound_alongside`: each call's LP bound
     runs while its solver already solves (`decision.decide`), for a one-shot process. `primal`: each
-    call's solver starts from the fast primal answer (docs/solving.md#fast-primal-answer)."""
+    call's solver starts from the fast primal answer (docs/solving.md#fast-primal-answer).
+    `while_waiting`: work of the caller's done while a solver works (`backends.base.Once`)."""
     goal_weights = CallWeights(goal_of(goal), weights or snap.weights)
     dc = snap.datacenter()
     mode, pms = scope_pms(dc, neighborhood)
@@ -179,7 +181,7 @@ def solve_snapshot(
         max_calls=calls,
         scope=pms,
         scope_kind=mode,
-        options=CallOptions(no_good_limit, bandwidth_gbit_s, bound_alongside, primal),
+        options=CallOptions(no_good_limit, bandwidth_gbit_s, bound_alongside, primal, while_waiting),
     )
     outcome = _outcome(snap, dc, seq, goal_weights, mode, calls, bandwidth_gbit_s)
     _guard(snap, dc, outcome)

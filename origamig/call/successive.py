@@ -23,7 +23,7 @@ retires them. So every admission call admits or retires at least one VM, there a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from origamig.bilp import Limits
@@ -42,12 +42,14 @@ class CallOptions:
     """How each call is decided beyond its solver and limits (`decision.decide`): how many targets
     without a valid move order it excludes and solves again, the bandwidth its plan's moves copy
     memory at, whether its LP bound runs beside the solver (a one-shot process), and whether the
-    fast primal answer is the solver's start."""
+    fast primal answer is the solver's start; work of the caller's to do while a solver works (a
+    one-shot command's imports: `backends.base.Once`)."""
 
     no_good_limit: int = 0
     bandwidth_gbit_s: float = DEFAULT_BANDWIDTH_GBIT_S
     bound_alongside: bool = False
     primal: bool = False
+    while_waiting: Callable[[], object] | None = None
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,7 @@ class _Run:
             o.bandwidth_gbit_s,
             bound_alongside=o.bound_alongside,
             primal=o.primal,
+            while_waiting=o.while_waiting,
         )
         self.calls.append(Call(nb, decision, weights))
         for v in nb.pending:

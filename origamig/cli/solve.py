@@ -170,8 +170,11 @@ def solve(
     the limit without proof and without anything strictly better; 4 the solver failed; 5 no valid
     migration order; 2 bad input. With 3, 4 and 5 the state stays as it is (--out writes it).
     """
-    from origamig.bilp.backends.base import make_limits  # the solvers load only when a solve runs
-    from origamig.bilp.backends.deadline import start_solver_helpers, while_waiting
+    from origamig.bilp.backends.base import (
+        Once,
+        make_limits,  # the solvers load only when a solve runs
+    )
+    from origamig.bilp.backends.deadline import start_solver_helpers
     from origamig.cli.console_entry import end_without_teardown
 
     end_without_teardown()  # its files are written atomically before it returns; helpers end with us
@@ -179,8 +182,7 @@ def solve(
     check_destinations(snapshot, out, script)  # before anything is solved
     limits = make_limits(solver.value, time_limit, threads, deterministic)
     start_solver_helpers(solver.value, limits)  # they import their solver while this process reads
-    for module in _AFTER_SOLVE:
-        while_waiting(functools.partial(importlib.import_module, module))
+    after_solve = Once([functools.partial(importlib.import_module, m) for m in _AFTER_SOLVE])
     from origamig.call.solve import solve_snapshot  # Pyomo and the planner: after the helpers start
 
     with collector_paused():  # a million objects and no cycles: see origamig/collector.py
@@ -202,6 +204,7 @@ def solve(
             bandwidth_gbit_s=bandwidth,
             bound_alongside=True,  # this process waits for the answer: the LP bound beside the solver
             primal=primal,
+            while_waiting=after_solve,  # imported while the first solver works
         )
     from origamig.cli.terminal import render_text, write_stdout
 

@@ -144,27 +144,32 @@ def test_a_failure_of_the_callers_work_ends_the_helper_and_goes_on() -> None:
         os.kill(ended.pop(), 0)  # no helper goes on solving for nobody
 
 
-def test_work_queued_while_waiting_is_done_once_while_the_helper_solves() -> None:
+def test_work_done_while_waiting_is_done_once_while_the_helper_solves() -> None:
     compiled = _compiled(13)
     done: list[float] = []
-    deadline.while_waiting(lambda: done.append(time.perf_counter()))
+    work = base.Once([lambda: done.append(time.perf_counter())])
     deadline.prepare("cpsat", LIMITED)
     stalled = compiled.hint.view(StallsInTheCpsatHelper)  # the helper sleeps: only the deadline ends it
     t0 = time.perf_counter()
+    bound_then_work = base.then(lambda: _bound_answer(compiled), work)
     _, ours = deadline.race_in_children(
-        [("cpsat", LIMITED)], compiled, stalled, 60.0, t0, meanwhile=lambda: _bound_answer(compiled)
+        [("cpsat", LIMITED)], compiled, stalled, 60.0, t0, meanwhile=bound_then_work
     )
     assert ours.result.termination == base.BOUND and done == []  # answered at once: nothing waited on
     t0 = time.perf_counter()
-    (cpsat,) = deadline.race_in_children([("cpsat", LIMITED)], compiled, stalled, 1.0, t0)
+    (cpsat,) = deadline.race_in_children(
+        [("cpsat", LIMITED)], compiled, stalled, 1.0, t0, meanwhile=base.then(None, work)
+    )
     ended = time.perf_counter()
     assert not cpsat.answered and ended - t0 >= 1.0  # ended at the deadline (1 s after the helper was ready)
     assert len(done) == 1 and ended - done[0] >= 0.9  # done before the wait for it, not after
-    solved = deadline.solve_in_child("highs", compiled, compiled.hint, LIMITED, time.perf_counter())
+    solved = deadline.solve_in_child(
+        "highs", compiled, compiled.hint, LIMITED, time.perf_counter(), base.then(None, work)
+    )
     assert solved.proved_optimal and len(done) == 1  # once
 
 
-def test_a_failure_of_work_queued_while_waiting_ends_the_helper_and_goes_on() -> None:
+def test_a_failure_of_work_done_while_waiting_ends_the_helper_and_goes_on() -> None:
     compiled = _compiled(17)
     deadline.prepare("cpsat", LIMITED)
     before = set(deadline.helper_pids())
@@ -172,10 +177,16 @@ def test_a_failure_of_work_queued_while_waiting_ends_the_helper_and_goes_on() ->
     def fails() -> None:
         raise ImportError("no such module")
 
-    deadline.while_waiting(fails)
     stalled = compiled.hint.view(StallsInTheCpsatHelper)
     with pytest.raises(ImportError, match="no such module"):
-        deadline.race_in_children([("cpsat", LIMITED)], compiled, stalled, 60.0, time.perf_counter())
+        deadline.race_in_children(
+            [("cpsat", LIMITED)],
+            compiled,
+            stalled,
+            60.0,
+            time.perf_counter(),
+            meanwhile=base.then(None, fails),
+        )
     ended = before - set(deadline.helper_pids())
     assert len(ended) == 1
     with pytest.raises(ProcessLookupError):

@@ -69,7 +69,7 @@ def test_listed_help_is_the_commands_own(name: str) -> None:
 
 def test_a_solve_loads_neither_the_graph_library_nor_rich_before_its_solve() -> None:
     """The planner's graph library loads only for a blocked cycle; rich and the report tables while
-    the solver's helper works (`deadline.while_waiting`), not on the way to the solve."""
+    the solver's helper works (`base.Once` handed to the solve), not on the way to the solve."""
     code = "import origamig.cli.solve, origamig.call.solve"
     assert _loaded_after(code, ("networkx", "rich", "rich.console", "rich.table")) == set()
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
@@ -182,6 +182,33 @@ class SolveResult:
 
 # The caller's own work during a solve (`Backend.solve`): a result it returns is the solve's answer.
 Meanwhile = Callable[[], SolveResult | None]
+
+
+class Once:
+    """Tasks done at most once, in order, the first time this is called: work a one-shot caller needs
+    later anyway (a command's imports for planning and printing), handed to its solves to do while a
+    solver works (`then`). A task that raises is not done again."""
+
+    def __init__(self, tasks: Sequence[Callable[[], object]]) -> None:
+        self._tasks = list(tasks)
+
+    def __call__(self) -> None:
+        while self._tasks:
+            self._tasks.pop(0)()
+
+
+def then(meanwhile: Meanwhile | None, work: Callable[[], object] | None) -> Meanwhile | None:
+    """`meanwhile`, and when it gives no answer, `work` (whose return is not an answer)."""
+    if work is None:
+        return meanwhile
+
+    def both() -> SolveResult | None:
+        early = meanwhile() if meanwhile is not None else None
+        if early is None:
+            work()
+        return early
+
+    return both
 
 
 def one_line(text: str, limit: int = 240) -> str:

@@ -30,7 +30,8 @@ While its helpers solve, the caller may do work of its own (`meanwhile`: a one-s
 "no change" by the LP bound there). An answer of that work settles the solve like a helper's: a helper
 still solving is ended, and a new one starts at once in its place, for the caller's next solve. Work
 that gives no answer but is needed after the solve (a one-shot command's imports for planning and
-printing) is queued with `while_waiting`: the caller does it the next time it waits for a helper.
+printing) goes in `meanwhile` too, after it (`base.then`, `base.Once`): the caller hands it to its
+solves, and it is done the first time one waits.
 """
 
 from __future__ import annotations
@@ -154,22 +155,6 @@ def prepare(backend_name: str, limits: base.Limits) -> None:
             _HOSTS.prepare(backend_name)
         except OSError:  # the solve itself reports it
             return
-
-
-_WHILE_WAITING: list[Callable[[], object]] = []
-
-
-def while_waiting(task: Callable[[], object]) -> None:
-    """Have this process do `task` once, the next time it waits for a helper's answer (after the
-    solve's own `meanwhile`, when that gave no answer), instead of before or after the solve: work
-    the caller needs later anyway, such as a one-shot command's imports for planning and printing."""
-    _WHILE_WAITING.append(task)
-
-
-def _do_queued_work() -> None:
-    """Do (and forget) the tasks queued with `while_waiting`, oldest first."""
-    while _WHILE_WAITING:
-        _WHILE_WAITING.pop(0)()
 
 
 def start_solver_helpers(name: str, limits: base.Limits) -> None:
@@ -437,14 +422,11 @@ def race_in_children(
 
     `meanwhile` is called once the requests are sent. When it returns a result, that result settles
     the race and comes back as one more entrant, after the runs' (answers already sent are kept; the
-    helpers still solving are ended, and their replacements start at once). Otherwise the work queued
-    with `while_waiting` is done next, before waiting. When either raises, the helpers still solving
-    are ended and the exception goes on."""
+    helpers still solving are ended, and their replacements start at once). When it raises, the
+    helpers still solving are ended and the exception goes on."""
     race = _send(runs, compiled, hint, limit_s, started)
     try:
         early = meanwhile() if meanwhile is not None else None
-        if early is None and race.waiting:
-            _do_queued_work()
     except BaseException:  # the caller's work failed: no helper may go on solving for nobody
         race.end_the_waiting()
         raise
