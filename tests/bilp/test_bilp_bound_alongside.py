@@ -191,3 +191,16 @@ def test_a_failure_of_work_done_while_waiting_ends_the_helper_and_goes_on() -> N
     assert len(ended) == 1
     with pytest.raises(ProcessLookupError):
         os.kill(ended.pop(), 0)
+
+
+def test_a_solver_that_raises_in_its_helper_answers_helper_failed_and_the_start() -> None:
+    from origamig.bilp.backends.solver_host import answer
+
+    compiled = _compiled(19)
+    failed = answer(("no-such-solver", compiled, compiled.hint, LIMITED, float("inf")))
+    assert isinstance(failed, base.HelperFailed) and not failed.died
+    assert failed.why.startswith("ValueError: ")
+    entrant = deadline._entrant("highs", compiled, compiled.hint, LIMITED, failed, None, 0.1, "", "", 5.0)
+    assert not entrant.answered and entrant.result.termination == base.ERROR
+    assert entrant.result.reason == f"solver failed: {failed.why}"
+    assert np.array_equal(entrant.result.x, compiled.hint)  # the always-feasible start

@@ -27,7 +27,7 @@ PACKAGE = ROOT / "origamig"
 # The sets that cross module boundaries as a call's, a plan's or a request's vocabulary. Left out on
 # purpose: `ScopeMode` ("auto", "all", "list") and a solve's `Termination`, `Guard` and `SolutionStatus`
 # ("optimal", "error", "none", ...), whose values are common words with other meanings in the code
-# ("error" tags a solver helper's answer, "none" is the class of PMs without GPUs); and the options'
+# ("none" is the class of PMs without GPUs, "error" a key of the service's replies); and the options'
 # enums (`Goal`, `Bound`, ...), read once at the edge.
 CLOSED_SETS: tuple[type[StrEnum], ...] = (
     CallKind,

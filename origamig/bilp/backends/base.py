@@ -180,6 +180,19 @@ class SolveResult:
         }
 
 
+@dataclass(frozen=True)
+class HelperFailed:
+    """A solver helper's answer that is not a result: its solver raised (`died` false: the helper
+    lives on and serves the next solve), or the helper died before answering."""
+
+    why: str
+    died: bool = False
+
+
+# What a solver helper answers (`deadline.py`, `solver_host.py`).
+HelperAnswer = SolveResult | HelperFailed
+
+
 # The caller's own work during a solve (`Backend.solve`): a result it returns is the solve's answer.
 Meanwhile = Callable[[], SolveResult | None]
 

@@ -310,7 +310,7 @@ class _Race:
     failures: list[str]  # per run: why its helper could not be had ("" when it was)
     ready_at: float  # perf_counter when the last helper was ready: the solve's time starts there
     deadline: float  # perf_counter; inf without a limit
-    answers: dict[int, Any] = dataclasses.field(default_factory=dict)
+    answers: dict[int, base.HelperAnswer] = dataclasses.field(default_factory=dict)
     answered_at: dict[int, float] = dataclasses.field(default_factory=dict)
     waiting: dict[Connection, int] = dataclasses.field(default_factory=dict)
 
@@ -365,7 +365,7 @@ def _send(
             host.send.send((*request, epoch_deadline))
             race.waiting[host.receive] = i
         except OSError as exc:
-            race.answers[i] = ("died", f"{exc.__class__.__name__}: {exc}")
+            race.answers[i] = base.HelperFailed(f"{exc.__class__.__name__}: {exc}", died=True)
     return race
 
 
@@ -393,7 +393,9 @@ def _settle(
     for i, ((name, limits), host) in enumerate(zip(race.runs, race.hosts, strict=True)):
         answer = race.answers.get(i)
         wall = race.answered_at.get(i, time.perf_counter()) - race.ready_at
-        healthy = isinstance(answer, base.SolveResult) or (isinstance(answer, tuple) and answer[0] == "error")
+        healthy = isinstance(answer, base.SolveResult) or (
+            isinstance(answer, base.HelperFailed) and not answer.died
+        )
         code = None
         if host is not None:
             if healthy:
@@ -444,12 +446,16 @@ def race_in_children(
     return out
 
 
-def _receive(conn: Connection) -> Any:
-    """A helper's answer, or `("died", why)` when it died before answering."""
+def _receive(conn: Connection) -> base.HelperAnswer:
+    """A helper's answer; a `HelperFailed` that `died` when it died before answering, or answered
+    something else."""
     try:
-        return conn.recv()
+        got = conn.recv()
     except (EOFError, OSError) as exc:
-        return ("died", f"{exc.__class__.__name__}: {exc}")
+        return base.HelperFailed(f"{exc.__class__.__name__}: {exc}", died=True)
+    if isinstance(got, base.SolveResult | base.HelperFailed):
+        return got
+    return base.HelperFailed(f"the solver process answered {got!r}", died=True)
 
 
 def _entrant(
@@ -457,7 +463,7 @@ def _entrant(
     compiled: Compiled,
     hint: np.ndarray,
     limits: base.Limits,
-    answer: Any,
+    answer: base.HelperAnswer | None,
     code: int | None,
     wall: float,
     failure: str,
@@ -479,7 +485,7 @@ def _entrant(
         return Entrant(
             base.start_result(name, compiled, hint, base.INTERRUPTED, wall, base.GUARD_KILLED, why), False
         )
-    _, why = answer if isinstance(answer, tuple) else ("error", repr(answer))
+    why = answer.why
     if code is not None and code < 0:
         why = f"{why}; solver process ended by signal {-code}"
     elif code is not None:

@@ -5,8 +5,8 @@ Started as `python -m origamig.bilp.backends.solver_host PARENT_PID SOLVER`.
 Once it has imported the solver and the standard form's module it says "ready"; then it reads
 requests on stdin and writes answers on stdout, both as `multiprocessing.connection`
 messages, one solve at a time, until stdin closes. A request is `(backend name, Compiled, hint,
-Limits, epoch deadline or inf)`; the answer is the `SolveResult`, or `("error", text)` when the solver
-raised. The process's own fd 1 is muted first: native solver banners must not reach the protocol
+Limits, epoch deadline or inf)`; the answer is the `SolveResult`, or a `HelperFailed` when the
+solver raised. The process's own fd 1 is muted first: native solver banners must not reach the protocol
 (or the parent's output). If its parent dies, it exits within a second, even in the middle of a solve.
 """
 
@@ -27,7 +27,7 @@ SEND_MARGIN_S = 0.1  # a limited solve stops this long before the deadline, to s
 ORPHAN_CHECK_S = 1.0  # how often the process checks that its parent is still alive
 
 
-def answer(request: tuple[Any, ...]) -> Any:
+def answer(request: tuple[Any, ...]) -> base.HelperAnswer:
     """The answer to one request: the solve within what is left of the time, or the solver's error."""
     backend_name, compiled, hint, limits, epoch_deadline = request
     if math.isfinite(epoch_deadline):
@@ -36,7 +36,7 @@ def answer(request: tuple[Any, ...]) -> Any:
     try:
         return base.get_backend(backend_name).solve_in_process(compiled, hint, limits)
     except Exception as exc:  # reported to the parent as the solver's error
-        return ("error", f"{exc.__class__.__name__}: {exc}")
+        return base.HelperFailed(f"{exc.__class__.__name__}: {exc}")
 
 
 def _exit_when_orphaned(parent: int) -> None:
