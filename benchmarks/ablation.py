@@ -21,7 +21,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from benchmarks import RESULTS
+from benchmarks import RESULTS, sweep_cli
 from benchmarks import paper_values as paper
 from origamig.study import sweep
 from origamig.study.sweep import Cell, Scale, Sweep
@@ -171,9 +171,9 @@ def draw(sw: Sweep, rows: tuple[str, ...], out_dir: Path = RESULTS) -> Path:
 
 
 def main(args: argparse.Namespace) -> None:
-    scale = sweep.scale_from(args, QUICK, FULL)
+    scale = sweep_cli.scale_from(args, QUICK, FULL)
     rows = tuple(args.rows.split(",")) if args.rows else ROWS
-    sw = sweep.run_or_load("ablation", scale, cells(scale, rows), args)
+    sw = sweep_cli.run_or_load("ablation", scale, cells(scale, rows), args)
     findings = analyse(sw, rows)
     print_table(sw, rows, findings)
     extra = {"load": LOAD, "rows": {r: row_options(scale, r) for r in rows}, "findings": findings,
@@ -184,6 +184,6 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    p = sweep.parser(__doc__ or "", QUICK, FULL, RESULTS)
+    p = sweep_cli.parser(__doc__ or "", QUICK, FULL, RESULTS)
     p.add_argument("--rows", default=None, help=f"comma-separated rows (default all: {','.join(ROWS)})")
-    sweep.main_wrapper(main, p.parse_args())
+    sweep_cli.main_wrapper(main, p.parse_args())

@@ -39,7 +39,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from benchmarks import RESULTS
+from benchmarks import RESULTS, sweep_cli
 from benchmarks import paper_values as paper
 from origamig.errors import UserError
 from origamig.study import sweep
@@ -193,11 +193,11 @@ def draw(sw: Sweep, rows: tuple[str, ...], col: str, findings: dict[str, Any], o
 
 
 def main(args: argparse.Namespace) -> None:
-    scale = sweep.scale_from(args, QUICK, FULL)
+    scale = sweep_cli.scale_from(args, QUICK, FULL)
     rows = tuple(args.rows.split(",")) if args.rows else (*BASELINES, *ROW_OPTIONS)
     rows = tuple(dict.fromkeys((*BASELINES, *rows)))  # the baselines are always paired
     col = f"{args.load:g}"
-    sw = sweep.run_or_load("extensions", scale, cells(scale, rows, args.load), args)
+    sw = sweep_cli.run_or_load("extensions", scale, cells(scale, rows, args.load), args)
     ran = {r["row"] for r in sw.runs if r["col"] == col}
     rows = tuple(r for r in dict.fromkeys((*rows, *(c.row for c in sw.cells if c.col == col))) if r in ran)
     findings = analyse(sw, rows, col)
@@ -209,9 +209,9 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    p = sweep.parser(__doc__ or "", QUICK, FULL, RESULTS)
+    p = sweep_cli.parser(__doc__ or "", QUICK, FULL, RESULTS)
     p.add_argument(
         "--rows", default=None, help=f"comma-separated rows (default all: {','.join(ROW_OPTIONS)})"
     )
     p.add_argument("--load", type=float, default=0.85, help="offered load (default 0.85)")
-    sweep.main_wrapper(main, p.parse_args())
+    sweep_cli.main_wrapper(main, p.parse_args())

@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import RESULTS
+from benchmarks import RESULTS, sweep_cli
 from benchmarks.publish import quantile
 from origamig.sim.fleet import Fleet, load_fleet
 from origamig.sim.workload import HOUR
@@ -286,7 +286,7 @@ def write(sw: Sweep, chosen: list[Fleet], study: dict[str, Any], out_dir: Path) 
 
 
 def main(args: argparse.Namespace) -> None:
-    scale = sweep.scale_from(args, QUICK, FULL)
+    scale = sweep_cli.scale_from(args, QUICK, FULL)
     if scale.fleet is not None:  # --fleet FILE: the what-if on your own fleet
         chosen = [scale.fleet]
     else:
@@ -296,7 +296,7 @@ def main(args: argparse.Namespace) -> None:
         done = json.loads((args.out / f"fleets-{scale.name}.json").read_text())
         sw = Sweep("fleets", scale, cells(scale, chosen), runs=done["runs"], wall_s=done.get("wall_s") or 0.0)
     else:
-        sw = sweep.run_or_load("fleets", scale, cells(scale, chosen), args)
+        sw = sweep_cli.run_or_load("fleets", scale, cells(scale, chosen), args)
     seeds = sweep.parse_seeds(args.call_seeds) if args.call_seeds else ()
     study = kept_study or ({} if args.no_calls else call_study(chosen, scale, seeds, args.replay_calls))
     path, md, png = write(sw, chosen, study, args.out)
@@ -311,7 +311,7 @@ def _stored_study(scale: Scale, out_dir: Path) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    p = sweep.parser(__doc__ or "", QUICK, FULL, RESULTS)
+    p = sweep_cli.parser(__doc__ or "", QUICK, FULL, RESULTS)
     p.add_argument(
         "--fleets", default=None, help=f"comma-separated example fleets (default {','.join(FLEET_FILES)})"
     )
@@ -324,4 +324,4 @@ if __name__ == "__main__":
         default=REPLAY_MAX,
         help=f"calls replayed per fleet (default {REPLAY_MAX})",
     )
-    sweep.main_wrapper(main, p.parse_args())
+    sweep_cli.main_wrapper(main, p.parse_args())

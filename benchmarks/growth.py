@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks import RESULTS
+from benchmarks import RESULTS, sweep_cli
 from benchmarks import paper_values as paper
 from origamig.errors import UserError
 from origamig.study import sweep
@@ -384,7 +384,7 @@ def parse_sizes(text: str | None, default: Sequence[int]) -> tuple[int, ...]:
 
 
 def main(args: argparse.Namespace) -> None:
-    scale = sweep.scale_from(args, QUICK, FULL)
+    scale = sweep_cli.scale_from(args, QUICK, FULL)
     if args.warmup is not None and args.warmup != scale.warmup_h:  # another reading of "one day"
         scale = dataclasses.replace(scale, name=f"{scale.name}-warmup{args.warmup:g}h", warmup_h=args.warmup)
     sizes = parse_sizes(args.sizes, SIZES if args.full else QUICK_SIZES)
@@ -392,7 +392,7 @@ def main(args: argparse.Namespace) -> None:
     for name in names:
         calls_per_step(name, 128)  # raises the UserError naming the known rows
     chosen = cells(scale, sizes, names)
-    sw = sweep.run_or_load(NAME, scale, chosen, args)  # each stored run names its PM count
+    sw = sweep_cli.run_or_load(NAME, scale, chosen, args)  # each stored run names its PM count
     shown = sorted({*sizes, *(int(r["col"]) for r in sw.runs)})  # with sizes run by earlier commands
     findings = analyse(sw, shown)
     print_tables(sw, findings)
@@ -413,7 +413,7 @@ def main(args: argparse.Namespace) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = sweep.parser(__doc__ or "", QUICK, FULL, RESULTS)
+    p = sweep_cli.parser(__doc__ or "", QUICK, FULL, RESULTS)
     p.add_argument(
         "--sizes",
         default=None,
@@ -436,4 +436,4 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 if __name__ == "__main__":
-    sweep.main_wrapper(main, build_parser().parse_args())
+    sweep_cli.main_wrapper(main, build_parser().parse_args())

@@ -17,7 +17,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from benchmarks import RESULTS
+from benchmarks import RESULTS, sweep_cli
 from benchmarks import paper_values as paper
 from origamig.errors import UserError
 from origamig.study import sweep
@@ -191,7 +191,7 @@ def draw(sw: Sweep, loads: tuple[float, ...], out_dir: Path = RESULTS) -> Path:
 
 
 def main(args: argparse.Namespace) -> None:
-    scale = sweep.scale_from(args, QUICK, FULL)
+    scale = sweep_cli.scale_from(args, QUICK, FULL)
     loads = paper.PAPER_LOADS if args.full else QUICK_LOADS
     if args.loads:
         loads = tuple(float(x) for x in args.loads.split(","))
@@ -199,7 +199,7 @@ def main(args: argparse.Namespace) -> None:
     unknown = sorted(set(policies) - set(paper.POLICIES))
     if unknown:
         raise UserError(f"--policies: unknown {', '.join(unknown)} (known: {', '.join(paper.POLICIES)})")
-    sw = sweep.run_or_load("loads", scale, cells(scale, loads, policies), args)
+    sw = sweep_cli.run_or_load("loads", scale, cells(scale, loads, policies), args)
     loads = tuple(sorted({*loads, *(float(c.col) for c in sw.cells)}))  # with loads run by earlier commands
     findings = analyse(sw, loads)
     print_tables(sw, loads, findings)
@@ -210,7 +210,7 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    p = sweep.parser(__doc__ or "", QUICK, FULL, RESULTS)
+    p = sweep_cli.parser(__doc__ or "", QUICK, FULL, RESULTS)
     p.add_argument(
         "--loads", default=None, help="comma-separated loads (default: 0.5,0.75,1.0 quick; 6 full)"
     )
@@ -219,4 +219,4 @@ if __name__ == "__main__":
         default=None,
         help="comma-separated policies to run now (default all); the tables show every stored run",
     )
-    sweep.main_wrapper(main, p.parse_args())
+    sweep_cli.main_wrapper(main, p.parse_args())

@@ -18,7 +18,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from benchmarks import RESULTS
+from benchmarks import RESULTS, sweep_cli
 from benchmarks import paper_values as paper
 from origamig.study import sweep
 from origamig.study.sweep import Cell, Scale, Sweep
@@ -166,8 +166,8 @@ def draw(sw: Sweep, rows: tuple[str, ...], findings: dict[str, Any], out_dir: Pa
 
 
 def main(args: argparse.Namespace) -> None:
-    scale = sweep.scale_from(args, QUICK, FULL)
-    sw = sweep.run_or_load("migration_penalty", scale, cells(scale), args)
+    scale = sweep_cli.scale_from(args, QUICK, FULL)
+    sw = sweep_cli.run_or_load("migration_penalty", scale, cells(scale), args)
     findings = analyse(sw, ROWS)
     print_table(sw, ROWS, findings)
     extra = {
@@ -183,4 +183,4 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    sweep.main_wrapper(main, sweep.parser(__doc__ or "", QUICK, FULL, RESULTS).parse_args())
+    sweep_cli.main_wrapper(main, sweep_cli.parser(__doc__ or "", QUICK, FULL, RESULTS).parse_args())

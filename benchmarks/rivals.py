@@ -19,7 +19,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from benchmarks import RESULTS
+from benchmarks import RESULTS, sweep_cli
 from benchmarks import paper_values as paper
 from benchmarks.loads import TABLE_KEYS
 from origamig.errors import UserError
@@ -197,14 +197,14 @@ def draw(sw: Sweep, loads: tuple[float, ...], out_dir: Path) -> Path:
 
 
 def main(args: argparse.Namespace) -> None:
-    scale = sweep.scale_from(args, QUICK, FULL)
+    scale = sweep_cli.scale_from(args, QUICK, FULL)
     loads = FULL_LOADS if args.full else QUICK_LOADS
     rivals = tuple(args.policies.split(",")) if args.policies else RIVALS
     unknown = sorted(set(rivals) - set(RIVALS))
     if unknown:
         raise UserError(f"--policies: unknown {', '.join(unknown)} (known: {', '.join(RIVALS)})")
     stored = paper_runs(scale, args.out)
-    sw = sweep.run_or_load("rivals", scale, cells(scale, loads, rivals), args)
+    sw = sweep_cli.run_or_load("rivals", scale, cells(scale, loads, rivals), args)
     compared = check_pairing(sw, stored)
     paired = Sweep(sw.name, sw.scale, sw.cells, [*sw.runs, *(r for r in stored if r["policy"] != CONTROL)])
     paired_loads = tuple(float(c) for c in dict.fromkeys(f"{x:g}" for x in loads))
@@ -218,6 +218,6 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    p = sweep.parser(__doc__ or "", QUICK, FULL, RESULTS)
+    p = sweep_cli.parser(__doc__ or "", QUICK, FULL, RESULTS)
     p.add_argument("--policies", default=None, help="comma-separated rivals to run now (default all)")
-    sweep.main_wrapper(main, p.parse_args())
+    sweep_cli.main_wrapper(main, p.parse_args())

@@ -18,7 +18,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from benchmarks import RESULTS
+from benchmarks import RESULTS, sweep_cli
 from benchmarks import paper_values as paper
 from origamig.errors import UserError
 from origamig.sim.scenario import VARIANTS
@@ -184,7 +184,7 @@ def draw(sw: Sweep, variants: tuple[str, ...], findings: dict[str, Any], out_dir
 
 
 def main(args: argparse.Namespace) -> None:
-    scale = sweep.scale_from(args, QUICK, FULL)
+    scale = sweep_cli.scale_from(args, QUICK, FULL)
     variants, note = available_variants(args.trace_dir)
     if args.variants:
         variants = tuple(v for v in args.variants.split(","))
@@ -192,7 +192,7 @@ def main(args: argparse.Namespace) -> None:
     cs = cells(scale, variants, vms)
     if args.trace_dir:
         cs = [dataclasses.replace(c, config=c.config.replace(trace_dir=args.trace_dir)) for c in cs]
-    sw = sweep.run_or_load("variants", scale, cs, args)
+    sw = sweep_cli.run_or_load("variants", scale, cs, args)
     findings = analyse(sw, variants)
     print_table(sw, variants, findings)
     if note:
@@ -205,7 +205,7 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    p = sweep.parser(__doc__ or "", QUICK, FULL, RESULTS)
+    p = sweep_cli.parser(__doc__ or "", QUICK, FULL, RESULTS)
     p.add_argument("--variants", default=None, help="comma-separated variant names (default: all)")
     p.add_argument("--trace-dir", default=None, help="folder of the Alibaba 2023 GPU trace")
-    sweep.main_wrapper(main, p.parse_args())
+    sweep_cli.main_wrapper(main, p.parse_args())

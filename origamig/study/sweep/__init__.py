@@ -7,8 +7,8 @@ made it, the scale it ran at, means and 95% CIs per (row, column). docs/studies.
 
 Modules: `scale` (how big), `cells` (what runs, a sweep's runs by cell), `records` (a finished cell
 as stored), `store` (the results file), `engine` (running and listing), `adopt` (taking over runs of
-other code once they recompute identically), `tables` and `figures` (showing results), `args` (the
-command line the benchmark scripts share). This module gathers the names those scripts use.
+other code once they recompute identically), `tables` and `figures` (showing results). This module
+gathers the names the benchmark scripts use (their shared command line is benchmarks/sweep_cli.py).
 """
 
 from origamig.errors import UserError
@@ -16,7 +16,6 @@ from origamig.study.runner import run_all
 from origamig.study.seeds import parse_seeds
 from origamig.study.spread import ERRBAR_NOTE, errbar, errbars
 from origamig.study.sweep.adopt import adopt, adoption_sample
-from origamig.study.sweep.args import gpus_of, main_wrapper, parser, run_or_load, scale_from
 from origamig.study.sweep.cells import Cell, Sweep, cell_key, cells_of, covering
 from origamig.study.sweep.engine import list_cells, run
 from origamig.study.sweep.figures import OURS_COLOR, POLICY_COLORS, POLICY_LABELS, figure, save_figure
@@ -63,13 +62,10 @@ __all__ = [
     "errbars",
     "figure",
     "fmt",
-    "gpus_of",
     "list_cells",
     "load_sweep",
-    "main_wrapper",
     "paper_at_scale",
     "parse_seeds",
-    "parser",
     "pms_per_100_gpus_served",
     "print_table",
     "record",
@@ -77,9 +73,7 @@ __all__ = [
     "results_path",
     "run",
     "run_all",
-    "run_or_load",
     "save_figure",
-    "scale_from",
     "stored_runs",
     "summary",
     "write_json",

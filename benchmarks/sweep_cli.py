@@ -1,4 +1,5 @@
-"""The command line every sweep script shares: scale, seeds, workers, resume, list, adopt, replot."""
+"""The command line every sweep script of benchmarks/ shares: scale, seeds, workers, resume, list,
+adopt, replot (the package's `origamig study` command has its own, in `origamig/cli/study.py`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from origamig.errors import UserError
-from origamig.sim.scenario import build_pms
 from origamig.solver_registry import backend_names
 from origamig.study.seeds import parse_seeds
 from origamig.study.sweep.adopt import adopt
@@ -88,11 +88,6 @@ def run_or_load(name: str, scale: Scale, cells: Sequence[Cell], args: argparse.N
     elif getattr(args, "adopt", False):
         adopt(name, scale, args.out, args.workers, args.scheduler, not args.no_progress, cells)
     return run(name, scale, cells, args.workers, args.scheduler, not args.no_progress, args.out)
-
-
-def gpus_of(scale: Scale, variant: str = "default") -> int:
-    """The number of GPUs of the scale's data center (for 'active GPUs (%)')."""
-    return sum(len(pm.gpus) for pm in build_pms(scale.config(variant=variant)))
 
 
 def main_wrapper(fn: Callable[[argparse.Namespace], object], args: argparse.Namespace) -> None:
