@@ -317,6 +317,7 @@ def test_parse_seeds() -> None:
             sweep.parse_seeds(bad)
 
 
+@pytest.mark.slow
 def test_fleets_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from benchmarks import fleets
 

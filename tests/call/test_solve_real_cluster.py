@@ -12,6 +12,7 @@ import random
 from collections import Counter
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -163,6 +164,7 @@ def test_goal_admit_moves_no_more_than_the_whole_cluster_call_for_as_many_admiss
         assert_sound(snap, out)
 
 
+@pytest.mark.slow
 def test_a_pinned_vm_never_moves_even_to_free_servers() -> None:
     snap = load_snapshot(MIXED)
     assert not snap.vms["dev-09"].migratable

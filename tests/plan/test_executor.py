@@ -506,6 +506,7 @@ def cases(draw: st.DrawFn, max_vms: int = 7) -> tuple[DataCenter, dict[str, Plac
     return now, target, spare
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(RANDOM_CASES), deadline=None)
 @given(cases())
 def test_random_plans_are_valid_at_every_step(case: tuple[DataCenter, dict[str, Placement], bool]) -> None:

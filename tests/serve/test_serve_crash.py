@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.serve.test_serve_plans import wait_plan
 from tests.serve_helpers import Server, valid
@@ -75,6 +76,7 @@ def acceptable(found: dict[str, Any], said: dict[str, Any], inflight: tuple | No
     return found == {**said, vm: where}
 
 
+@pytest.mark.slow
 def test_kill_9_at_random_moments_then_restart(tmp_path: Path) -> None:
     rng = random.Random(20261205)
     seed = tmp_path / "seed.json"

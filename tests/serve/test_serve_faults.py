@@ -132,6 +132,7 @@ def closed(sock: socket.socket) -> bool:
         return True
 
 
+@pytest.mark.slow
 def test_idle_and_slow_connections_cannot_starve_the_service(tmp_path: Path) -> None:
     extra = ["--request-timeout", "2"]
     with Server(tmp_path, seed=SEED, options=QUIET, extra=extra, preexec=lowered_open_files(256)) as srv:

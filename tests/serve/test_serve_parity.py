@@ -18,6 +18,8 @@ import random
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from origamig.cluster.catalog import default_catalog
 from origamig.policies.base import Work, make_policy
 from origamig.sim.engine import Simulation
@@ -161,6 +163,7 @@ def replayed(srv: Server, log: Path) -> tuple[dict[float, Any], list]:
     ]
 
 
+@pytest.mark.slow
 def test_a_replayed_log_matches_the_simulator(tmp_path: Path) -> None:
     snap, log = write_inputs(tmp_path, 7)
     sim_seen, sim_plans = simulated(snap, log)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -218,6 +219,7 @@ def mutations(draw: st.DrawFn) -> Mutation:
     muts=st.lists(mutations(), min_size=1, max_size=3),
     command=st.sampled_from(["check", "solve"]),  # solve validates before it builds anything
 )
+@pytest.mark.slow
 def test_malformed_snapshots_exit_2_with_one_error_line_per_problem(
     base: dict, muts: list[Mutation], command: str
 ) -> None:
