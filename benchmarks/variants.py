@@ -189,7 +189,11 @@ def main(args: argparse.Namespace) -> None:
     if args.variants:
         variants = tuple(v for v in args.variants.split(","))
     vms = variants if args.full else QUICK_VMS_VARIANTS
-    cs = cells(scale, variants, vms)
+    rows = tuple(args.rows.split(",")) if args.rows else ROWS
+    unknown = [r for r in rows if r not in ROWS]
+    if unknown:
+        raise UserError(f"--rows: unknown {unknown[0]!r} (known: {', '.join(ROWS)})")
+    cs = cells(scale, variants, vms, rows)
     if args.trace_dir:
         cs = [dataclasses.replace(c, config=c.config.replace(trace_dir=args.trace_dir)) for c in cs]
     sw = sweep_cli.run_or_load("variants", scale, cs, args)
@@ -208,4 +212,9 @@ if __name__ == "__main__":
     p = sweep_cli.parser(__doc__ or "", QUICK, FULL, RESULTS)
     p.add_argument("--variants", default=None, help="comma-separated variant names (default: all)")
     p.add_argument("--trace-dir", default=None, help="folder of the Alibaba 2023 GPU trace")
+    p.add_argument(
+        "--rows",
+        default=None,
+        help=f"rows to run now, comma-separated (default: {','.join(ROWS)}); tables show every stored run",
+    )
     sweep_cli.main_wrapper(main, p.parse_args())
