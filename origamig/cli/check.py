@@ -10,8 +10,8 @@ import typer
 from rich.table import Table
 
 from origamig.cli.terminal import render_text, write_stdout
-from origamig.cluster.records import NO_GPU_CLASS, Weights
-from origamig.cluster.summary import summarize
+from origamig.cluster.records import Weights
+from origamig.cluster.summary import NoGpuCounts, StateSummary, summarize
 from origamig.errors import UserError
 from origamig.judge.fit import no_fit_reason
 from origamig.judge.objective import evaluate_dc
@@ -31,36 +31,35 @@ SUMMARY_COLUMNS = (
 )
 
 
-def render_summary(summary: dict[str, Any], title: str) -> Table:
+def render_summary(summary: StateSummary, title: str) -> Table:
     """A table of `summarize` output: one row per GPU class, operator words first (paper symbols in
     brackets)."""
     rows = []
-    for h, c in summary["classes"].items():
-        if h == NO_GPU_CLASS:
-            rows.append((h, f"{c['pms']} servers without GPUs", "", "", "", "", "", "", str(c["gamma"])))
+    for h, c in summary.classes.items():
+        if isinstance(c, NoGpuCounts):
+            rows.append((h, f"{c.pms} servers without GPUs", "", "", "", "", "", "", str(c.gamma)))
             continue
         rows.append(
             (
                 h,
-                ", ".join(c["models"]),
-                str(c["gpus"]),
-                str(c["active_gpus"]),
-                f"{c['used_slices']}/{c['slices']}",
-                f"{100 * c['occupancy']:.1f}%",
-                f"{100 * c['packing_density']:.1f}%",
-                str(c["cf"]),
-                str(c["gamma"]),
+                ", ".join(c.models),
+                str(c.gpus),
+                str(c.active_gpus),
+                f"{c.used_slices}/{c.slices}",
+                f"{100 * c.occupancy:.1f}%",
+                f"{100 * c.packing_density:.1f}%",
+                str(c.cf),
+                str(c.gamma),
             )
         )
     return text_table(title, SUMMARY_COLUMNS, rows)
 
 
-def _headline(summary: dict[str, Any]) -> str:
+def _headline(s: StateSummary) -> str:
     return (
-        f"{summary['pms']} servers ({summary['active_pms']} on, {summary['powered_off_pms']} powered off), "
-        f"{summary['running_vms']} running VMs, {summary['pending_vms']} pending; "
-        f"CPU {summary['cpu']['used']:g}/{summary['cpu']['total']:g} cores, "
-        f"RAM {summary['ram_gb']['used']:g}/{summary['ram_gb']['total']:g} GB"
+        f"{s.pms} servers ({s.active_pms} on, {s.powered_off_pms} powered off), "
+        f"{s.running_vms} running VMs, {s.pending_vms} pending; "
+        f"CPU {s.cpu.used:g}/{s.cpu.total:g} cores, RAM {s.ram_gb.used:g}/{s.ram_gb.total:g} GB"
     )
 
 
@@ -93,11 +92,10 @@ def check(
     dc = snap.datacenter()
     summary = summarize(dc)
     objective = evaluate_dc(dc, dc.placement, snap.weights)
-    summary["objective"] = objective.as_dict()
-    summary["weights"] = _weights_dict(snap.weights)
     warnings = unplaceable_warnings(snap)
     if as_json:
-        typer.echo(json.dumps({"valid": True, "warnings": warnings, **summary}, indent=2))
+        doc = {**summary.to_json(), "objective": objective.as_dict(), "weights": _weights_dict(snap.weights)}
+        typer.echo(json.dumps({"valid": True, "warnings": warnings, **doc}, indent=2))
         return
     for line in warnings:
         typer.echo(f"warning: {line}", err=True)

@@ -29,6 +29,7 @@ from origamig.solver_registry import DEFAULT_BACKEND, backend_names
 if TYPE_CHECKING:
     from origamig.bilp import SolveResult
     from origamig.call.solve import Outcome
+    from origamig.cluster.summary import StateSummary
 
 
 # What the report needs only after the solve (rich and the tables), imported while the solver's helper
@@ -63,12 +64,12 @@ def _weights(base: Weights, overrides: dict[str, float | None]) -> Weights:
     return replace(base, **given)
 
 
-def _summaries(snap: Snapshot, out: Outcome) -> dict[str, Any]:
+def _summaries(snap: Snapshot, out: Outcome) -> tuple[StateSummary, StateSummary]:
     """The counts of the state before and after the plan; the after from the PMs the plan changed."""
     from origamig.cluster.summary import summarize
 
     before = summarize(out.start_state, snap.pms)
-    return {"before": before, "after": summarize(out.end_state, out.pms_out, since=(out.start_state, before))}
+    return before, summarize(out.end_state, out.pms_out, since=(out.start_state, before))
 
 
 def solve(
@@ -212,7 +213,10 @@ def solve(
         summary = _summaries(snap, outcome)
         files = _files(snap, outcome, out, script)  # everything is rendered before anything is written
         if as_json:
-            text = json_text({**outcome.to_json(), "summary": summary})
+            before, after = summary
+            text = json_text(
+                {**outcome.to_json(), "summary": {"before": before.to_json(), "after": after.to_json()}}
+            )
         else:
             text = render_text([*_report(snapshot, snap, outcome, summary), *(f"wrote {p}" for p in files)])
     for path, (content, mode) in files.items():
@@ -311,17 +315,18 @@ def _terms_rows(before: Objective, after: Objective) -> list[tuple[str, str, str
     return rows
 
 
-def _packing(summary: dict[str, Any]) -> str:
+def _packing(summary: StateSummary) -> str:
     """Slices used over the slices of the GPUs in use, every class together."""
     used = active = 0
-    for c in summary["classes"].values():
-        if "slices" in c:
-            used += c["used_slices"]
-            active += c["active_gpus"] * c["slices"] // c["gpus"]
+    for c in summary.gpu_classes().values():
+        used += c.used_slices
+        active += c.active_gpus * c.slices // c.gpus
     return f"{100 * used / active:.1f}%" if active else "—"
 
 
-def _report(path: Path, snap: Snapshot, out: Outcome, summary: dict[str, Any]) -> list[Any]:
+def _report(
+    path: Path, snap: Snapshot, out: Outcome, summary: tuple[StateSummary, StateSummary]
+) -> list[Any]:
     """The text report of a solve, from its outcome, in operator words first (paper symbols in
     brackets)."""
     from rich.text import Text
@@ -351,13 +356,13 @@ def _report(path: Path, snap: Snapshot, out: Outcome, summary: dict[str, Any]) -
         lines.extend(f"{label}: {v} — {out.reasons[v]}" for v in vms)
     if out.dropped:
         lines.append(f"moves dropped (nobody needed them): {', '.join(out.dropped)}")
-    before, after = summary["before"], summary["after"]
+    before, after = summary
     rows = [
-        ("servers on", str(before["active_pms"]), str(after["active_pms"])),
-        ("GPUs in use", str(before["active_gpus"]), str(after["active_gpus"])),
+        ("servers on", str(before.active_pms), str(after.active_pms)),
+        ("GPUs in use", str(before.active_gpus), str(after.active_gpus)),
         ("packing", _packing(before), _packing(after)),
-        ("free placements (CF, every GPU)", str(before["cf"]), str(after["cf"])),
-        ("free placements on GPUs in use", str(before["cf_active"]), str(after["cf_active"])),
+        ("free placements (CF, every GPU)", str(before.cf), str(after.cf)),
+        ("free placements on GPUs in use", str(before.cf_active), str(after.cf_active)),
         *_terms_rows(out.before, out.after),
     ]
     lines.append(text_table("before → after", [("", "left"), ("before", "right"), ("after", "right")], rows))
