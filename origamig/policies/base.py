@@ -31,6 +31,7 @@ from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import Placement, VmSpec
 
 if TYPE_CHECKING:
+    from origamig.bilp.backends.base import Termination
     from origamig.call.decision import Status
     from origamig.call.kinds import CallKind
     from origamig.plan.steps import Plan
@@ -79,7 +80,7 @@ class CallStats:
 
     status: Status
     changed: bool  # the solution moves or admits some VM
-    termination: str  # why the solver stopped (`bilp.backends.base`: optimal, work_limit, ...)
+    termination: Termination  # why the solver stopped (optimal, work_limit, ...)
     proved_optimal: bool
     gpu_class: str | None  # the class of a consolidation call
     pms: int  # |M̂|
