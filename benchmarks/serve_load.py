@@ -21,7 +21,9 @@ filter or prioritize call names the nodes kube-scheduler would send (`--node-nam
 sample of feasible nodes, `max(100, n × max(5, 50 − n/125) %)` — 420 of 1,000, 500 of 10,000) or
 every node (`all`).
 
-At the end of a cell: nothing lost (every VM a reply placed is where the reply said, every one it
+Each cell also records how long the server takes from its start to a healthy `/healthz` (reading
+the seed and writing its state) and its peak resident memory with its optimizer worker's. At the end
+of a cell: nothing lost (every VM a reply placed is where the reply said, every one it
 queued is pending, placed by a plan or rejected by the optimizer, every deleted one is gone; none
 else), the state passes the independent checker, and `GET /v1/status` says how many plans ran, were
 done or aborted, and why. Prints p50/p99 latency per route (ms, measured by the client around each
@@ -99,6 +101,22 @@ def cluster(pms: int, vms: int, rng: random.Random) -> dict[str, Any]:
         e["placement"] = where[e["id"]]
     pm_docs = [{"id": p.id, "cpu": 80, "ram_gb": 512, "gpus": ["A100-40GB", "A100-40GB"]} for p in specs]
     return {"version": 1, "pms": pm_docs, "vms": entries}
+
+
+def peak_rss_mb(pid: int) -> float | None:
+    """Peak resident memory (VmHWM) of process `pid` and of its direct children, in MB; None off Linux."""
+
+    def hwm(p: int) -> float:
+        for line in Path(f"/proc/{p}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        return hwm(pid) + sum(hwm(int(c)) for c in children)
+    except OSError:
+        return None
 
 
 def kube_sample_size(n: int) -> int:
@@ -296,8 +314,12 @@ def run_cell(pms: int, clients_n: int, args: argparse.Namespace) -> dict[str, An
         (Path(tmp) / "seed.json").write_text(json.dumps(seed))
         options = (f"check_interval_s={args.check_interval}",)
         code = args.code or ROOT
-        srv = Server(Path(tmp), seed=Path(tmp) / "seed.json", options=options, start_timeout_s=600, code=code)
+        srv = Server(
+            Path(tmp), seed=Path(tmp) / "seed.json", options=options, start_timeout_s=1800, code=code
+        )
+        t_start = time.monotonic()
         srv.start()
+        startup_s = time.monotonic() - t_start
         context = multiprocessing.get_context("fork")
         stop, results = context.Event(), context.Queue()
         try:
@@ -331,6 +353,8 @@ def run_cell(pms: int, clients_n: int, args: argparse.Namespace) -> dict[str, An
                     vm for cl in said for vm, w in cl["placed"].items()
                     if w is None and c.get(f"/v1/vms/{vm}").json().get("status") == "rejected"
                 }  # fmt: skip
+            assert srv.proc is not None
+            peak_mb = peak_rss_mb(srv.proc.pid)
         finally:
             stop.set()
             srv.stop()
@@ -354,6 +378,8 @@ def run_cell(pms: int, clients_n: int, args: argparse.Namespace) -> dict[str, An
         "clients": clients_n,
         "node_names": sample,
         "requests": sent,
+        "startup_s": startup_s,  # from the process's start to its first healthy /healthz
+        "server_peak_mb": peak_mb,  # the server's and its optimizer worker's peak resident memory
         "wall_s": wall,
         "requests_per_s": sent / wall,
         "routes": routes,
@@ -384,6 +410,9 @@ def show(cell: dict[str, Any]) -> None:
     for kind, target in TARGETS_MS.items():
         p99 = cell["routes"][kind]["p99_ms"] or 0.0
         verdicts.append(f"{kind} p99 {p99:.1f} ms (≤ {target:g}: {'met' if p99 <= target else 'not met'})")
+    if "startup_s" in cell:  # cells stored before these were measured have neither
+        peak = "-" if cell["server_peak_mb"] is None else f"{cell['server_peak_mb']:.0f} MB"
+        console.print(f"server start {cell['startup_s']:.1f} s, peak memory {peak}")
     console.print(
         f"{cell['requests_per_s']:.0f} requests/s; errors {cell['errors']}; lost {cell['lost']}; "
         f"plans {cell['plans']}; aborted because {cell['aborted_causes']}; optimizer {cell['optimizer']}; "

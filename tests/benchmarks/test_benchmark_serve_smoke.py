@@ -20,6 +20,7 @@ def test_serve_load_smoke(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     (cell,) = json.loads(out.read_text())["cells"].values()
     assert cell["requests"] == 90 and cell["lost"] == 0 and cell["errors"] == 0
+    assert cell["startup_s"] > 0 and cell["server_peak_mb"] > 10  # a Python process with its packages
     assert set(cell["routes"]) == set(ROUTES) and cell["routes"]["healthz"]["count"] > 0
     assert all(r["p50_ms"] <= r["p99_ms"] for r in cell["routes"].values() if r["count"])
     assert set(cell["aborted_causes"]) == {"timeout", "stale_before_first_step", "stale_later"}
