@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from origamig.cli.results_view import draw, markdown, pms_text, refuse_overwrite
+from origamig.snapshot.document import write_text_atomic
 from origamig.study.results import load_runs, runs_document
 
 
@@ -47,7 +48,7 @@ def report(
         whatif.draw(scenarios, png)
         text = whatif.markdown(scenarios)
         if md:
-            md.write_text(text)
+            write_text_atomic(md, text)
         typer.echo(text, nl=False)
         typer.echo(f"figure written to {png}", err=True)
         return
@@ -62,7 +63,7 @@ def report(
     draw(doc, png, variant)
     text = markdown(doc)
     if md:
-        md.write_text(text)
+        write_text_atomic(md, text)
     typer.echo(text, nl=False)
     typer.echo(f"figure written to {png}", err=True)
 
