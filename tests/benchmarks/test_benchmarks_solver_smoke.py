@@ -362,3 +362,22 @@ def test_solve_mixed_runs_this_checkout_and_judges_each_plan(
     assert [r["version"] for r in result["runs"]] == ["default", "all"]
     for run in result["runs"]:
         assert run["replay_ok"] and run["pinned_moved"] == 0 and run["admitted"] <= run["pending"]
+
+
+@pytest.mark.slow
+def test_primal_benchmark_writes_its_table_and_the_repair_never_loses(tmp_path: Path) -> None:
+    from benchmarks import primal
+
+    out = tmp_path / "primal.json"
+    assert primal.main(["--recorded", "2", "--fragmented", "0", "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert [r["instance"] for r in doc["instances"]] == ["recorded 0", "recorded 1"]
+    for r in doc["instances"]:
+        assert r["repair"]["gain"] >= 0 and r["optimum"]["objective"] >= r["start"]
+        for limit in doc["limits_s"]:
+            solved = r["limited"][str(limit)]
+            # the repair is the solver's start: at any limit the answer is worth at least as much
+            gain = solved["with_repair"]["primal_gain"]
+            assert gain is not None and solved["with_repair"]["objective"] >= r["start"] + gain - 1e-6
+    settings = {s["setting"] for s in doc["summary"]}
+    assert {"repair alone", "0.5 s, solver alone", "0.5 s, repair as start"} <= settings
