@@ -62,3 +62,12 @@ def test_grow_to_below_m_max_is_refused_and_nothing_else(m: int, grow: int | Non
         assert not ok
     else:
         assert ok
+
+
+def test_the_primal_option_times_its_phase_and_leaves_other_runs_counters_as_they_were() -> None:
+    from origamig.study.whatif import run_policy
+
+    small = {"pms": 8, "warmup_h": 6, "measure_h": 6, "load": 1.0}
+    runs = {p: run_policy("origamig", **small, work_limit=100, primal=p) for p in (False, True)}
+    assert runs[True].counters["calls"] > 0 and runs[True].counters["time_primal_s"] > 0
+    assert "time_primal_s" not in runs[False].counters  # the stored runs' counters keep their keys

@@ -277,6 +277,8 @@ class OrigaMIG:
         self._wall.append(work.wall_s)
         for phase in PHASES:
             self._phase[phase] += work.phases_s.get(phase, 0.0)
+        if "primal_s" in work.phases_s:  # only with the `primal` option: other runs keep their counters
+            self._phase["primal_s"] += work.phases_s["primal_s"]
         self._status[work.call.termination] += 1
         self._status[f"outcome_{work.call.outcome}"] += 1
         return work
