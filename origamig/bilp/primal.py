@@ -64,15 +64,25 @@ class _Layout:
         twin.cpu, twin.ram = dict(self.cpu), dict(self.ram)
         return twin
 
+    def _masks(self, v: str, pl: Placement) -> list[tuple[tuple[int, int], int]]:
+        """The (GPU, slice mask) of each GI of VM `v` at `pl`."""
+        vm, pm = self.r.vms[v], self.pms[pl.pm]
+        return [
+            ((pl.pm, slot.gpu), pm.gpus[slot.gpu].profile(prof.name).mask(slot.start))
+            for prof, slot in zip(vm.placed_on(pm, pl).gis, pl.gis, strict=True)
+        ]
+
+    def _room(self, v: str, j: int) -> bool:
+        """Whether PM j has the CPU and RAM VM `v` (not on it) needs."""
+        vm, pm = self.r.vms[v], self.pms[j]
+        return self.cpu[j] + vm.cpu_m <= pm.cpu_m and self.ram[j] + vm.ram_mb <= pm.ram_mb
+
     def _add(self, v: str, pl: Placement, sign: int) -> None:
         """Count VM `v` at `pl` in (sign +1) or out (-1); its GIs' slices are toggled (GIs never overlap)."""
         vm = self.r.vms[v]
-        pm = self.pms[pl.pm]
         self.cpu[pl.pm] += sign * vm.cpu_m
         self.ram[pl.pm] += sign * vm.ram_mb
-        for prof, slot in zip(vm.placed_on(pm, pl).gis, pl.gis, strict=True):
-            g = (pl.pm, slot.gpu)
-            mask = pm.gpus[slot.gpu].profile(prof.name).mask(slot.start)
+        for g, mask in self._masks(v, pl):
             self.occ[g] = self.occ.get(g, 0) ^ mask
 
     def lift(self, v: str) -> Placement:
@@ -90,7 +100,7 @@ class _Layout:
         return sorted(used, key=lambda j: (-self.slices_used(j), -self.cpu[j], j))
 
     def slices_used(self, j: int) -> int:
-        return sum(bin(self.occ.get((j, k), 0)).count("1") for k in range(len(self.pms[j].gpus)))
+        return sum(self.occ.get((j, k), 0).bit_count() for k in range(len(self.pms[j].gpus)))
 
     def movable(self, v: str, to_pm: int) -> bool:
         """Whether VM `v` may take a new place on `to_pm` (a pending VM always may)."""
@@ -104,24 +114,20 @@ class _Layout:
 
     def is_free(self, v: str, pl: Placement) -> bool:
         """Whether VM `v` (not in the layout) fits at `pl` as it is: CPU, RAM and every GI's slices."""
-        vm, pm = self.r.vms[v], self.pms[pl.pm]
-        if self.cpu[pl.pm] + vm.cpu_m > pm.cpu_m or self.ram[pl.pm] + vm.ram_mb > pm.ram_mb:
+        if not self._room(v, pl.pm):
             return False
-        used = dict(self.occ)
-        for prof, slot in zip(vm.placed_on(pm, pl).gis, pl.gis, strict=True):
-            g = (pl.pm, slot.gpu)
-            mask = pm.gpus[slot.gpu].profile(prof.name).mask(slot.start)
-            if used.get(g, 0) & mask:
+        taken: dict[tuple[int, int], int] = {}  # the VM's own GIs, so that two of them do not overlap
+        for g, mask in self._masks(v, pl):
+            if (self.occ.get(g, 0) | taken.get(g, 0)) & mask:
                 return False
-            used[g] = used.get(g, 0) | mask
+            taken[g] = taken.get(g, 0) | mask
         return True
 
     def fit(self, v: str, j: int) -> Placement | None:
         """Where VM `v`'s GIs go on PM j by the default rule (active, fullest GPUs first), or None."""
-        vm, pm = self.r.vms[v], self.pms[j]
-        if self.cpu[j] + vm.cpu_m > pm.cpu_m or self.ram[j] + vm.ram_mb > pm.ram_mb:
+        if not self._room(v, j):
             return None
-        for variant in vm.variants():
+        for variant in self.r.vms[v].variants():
             slots = self._gis_on(variant.gis, j)
             if slots is not None:
                 return Placement(j, slots)
@@ -144,7 +150,7 @@ class _Layout:
                 if z is None:
                     continue
                 after = occ[k] | here.mask(z)
-                key = (0 if occ[k] else 1, -bin(occ[k]).count("1"), k)
+                key = (0 if occ[k] else 1, -occ[k].bit_count(), k)
                 if best is None or key < best[0]:
                     best = (key, k, z, after)
             if best is None:
@@ -251,7 +257,7 @@ class _Search:
         def free(j: int) -> int:
             gpus = self.pms[j].gpus
             return sum(
-                md.memory_slices - bin(self.layout.occ.get((j, k), 0)).count("1")
+                md.memory_slices - self.layout.occ.get((j, k), 0).bit_count()
                 for k, md in enumerate(gpus)
                 if md.gpu_class in classes
             )
@@ -307,7 +313,7 @@ class _Search:
         """Each active GPU of each host (least used first): its GIs to the PM's other active GPUs."""
         for j in self.layout.hosts():
             gpus = [k for k in range(len(self.pms[j].gpus)) if self.layout.occ.get((j, k))]
-            for k in sorted(gpus, key=lambda k: (bin(self.layout.occ.get((j, k), 0)).count("1"), k)):
+            for k in sorted(gpus, key=lambda k: (self.layout.occ.get((j, k), 0).bit_count(), k)):
                 self._empty_gpu(j, k)
 
     def _empty_gpu(self, j: int, k: int) -> bool:
