@@ -19,13 +19,20 @@ from contextlib import contextmanager
 
 
 @contextmanager
-def collector_paused() -> Iterator[None]:
-    """Run the block with the cyclic collector off (as it was afterwards, even on an error)."""
+def collector_paused(freeze_on_exit: bool = False) -> Iterator[None]:
+    """Run the block with the cyclic collector off (as it was afterwards, even on an error).
+
+    The collector counts the objects made while it is off: on again, its next pass walks them all
+    (0.2 s for a 10,000-server snapshot). With `freeze_on_exit` they are moved out of its passes
+    first, as `collector_frozen` does — for a block whose objects the command keeps to its end; a
+    `collector_frozen` block or `gc.unfreeze` hands them back."""
     was_on = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        if freeze_on_exit:
+            gc.freeze()
         if was_on:
             gc.enable()
 

@@ -156,11 +156,15 @@ def select_admission(
     pending: list[str] = []
     rejected: list[str] = []
     classes: set[str] = set()
-    candidates_by_class = {h: [j for j in pms if j not in locked] for h, pms in dc.class_pms.items()}
-    all_pms = [j for j in range(len(dc.pms)) if j not in locked]
-    # The active candidates, fewest VMs first: a VM's PMs that fit are read from it lazily, as long as
-    # the neighborhood takes them (most VMs look at a few dozen PMs, not every PM).
-    active = sorted((j for j in all_pms if dc.is_active(j)), key=lambda j: (dc.vm_count(j), j))
+    candidates_by_class = dc.class_pms  # read only
+    all_pms: Sequence[int] = range(len(dc.pms))
+    if locked:
+        candidates_by_class = {h: [j for j in pms if j not in locked] for h, pms in dc.class_pms.items()}
+        all_pms = [j for j in all_pms if j not in locked]
+    # The active candidates, fewest VMs first (a stable sort: then in PM order): a VM's PMs that fit
+    # are read from it lazily, as long as the neighborhood takes them (most VMs look at a few dozen
+    # PMs, not every PM).
+    active = sorted([j for j in all_pms if dc.is_active(j)], key=dc.vm_count)
     class_sets = {h: set(pms) for h, pms in candidates_by_class.items()}
     for n, vm_id in enumerate(queue):
         vm = dc.pending[vm_id]
@@ -193,15 +197,16 @@ def select_admission(
         None,
     )
     limit = bounds.pm_limit - (1 if spare is not None else 0)
+    # The other active PMs that share a class with the pending VMs, most free slices, then CPU, first.
+    anywhere = NO_GPU_CLASS in classes
+    free_slices, free_cpu, pms = dc.free_memory_slices, dc.free_cpu_m, dc.pms
     fill = [
-        j
-        for j in all_pms
-        if dc.is_active(j)
-        and j not in b.chosen
-        and (classes & dc.pms[j].gpu_classes or NO_GPU_CLASS in classes)
+        (-free_slices(j), -free_cpu(j), j)
+        for j in active
+        if j not in b.chosen and (anywhere or not classes.isdisjoint(pms[j].gpu_classes))
     ]
-    fill.sort(key=lambda j: (-_free_memory_slices(dc, j), -dc.free_cpu_m(j), j))
-    for j in fill:
+    fill.sort()
+    for _, _, j in fill:
         if len(b.pms) >= limit:
             break
         b.add(j)
@@ -216,7 +221,7 @@ def _fitting(
     active: list[int],
     class_sets: dict[str, set[int]],
     candidates_by_class: dict[str, list[int]],
-    all_pms: list[int],
+    all_pms: Sequence[int],
 ) -> tuple[int | None, Iterator[int], bool]:
     """The PMs a pending VM fits by counts, in Algorithm 1's order: the first, the rest (read lazily),
     and whether they ascend by VM count. Active PMs that fit as they are, fewest VMs first (`active`

@@ -28,7 +28,7 @@ from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import Placement, PmSpec, Weights
 from origamig.errors import UserError
 from origamig.judge.check import check_placement, moves_refused
-from origamig.judge.objective import Objective, evaluate, evaluate_change
+from origamig.judge.objective import Objective, evaluate_change, evaluate_state
 from origamig.plan.explain import MoveNote, explain
 from origamig.plan.steps import DEFAULT_BANDWIDTH_GBIT_S, Plan, PowerOff
 from origamig.snapshot.document import Snapshot, placement_json, snapshot_document
@@ -199,9 +199,8 @@ def _outcome(
 ) -> Outcome:
     """The outcome of the calls of `seq` made from `dc`, the snapshot's state."""
     w = goal.consolidation(dc.pms)  # the goal's own trade-off: the report and the dropped moves
-    vms = dict(snap.vms)
     current = dict(dc.placement)
-    before = evaluate(dc.pms, vms, current, current, w)
+    before = evaluate_state(dc, w)
     plan: Plan | None = None
     placement: dict[str, Placement] = current
     dropped: tuple[str, ...] = ()
@@ -216,8 +215,7 @@ def _outcome(
     first = seq.calls[0].decision if seq.calls else None
     proposed = _proposed(dc, before, seq, first, w)
     off = {s.pm for s in plan.steps if isinstance(s, PowerOff)} if plan else set()
-    hosts = {pl.pm for pl in placement.values()}
-    end = dc.with_placement(placement)
+    end = dc.with_changes(changes)
     status = Status.UNCHANGED if seq.applied and plan is None else first_status(seq.calls)
     scope = SolveScope(
         mode,
@@ -240,10 +238,7 @@ def _outcome(
         plan=plan,
         infeasible_reason=first.reason if first and status is Status.PLAN_INFEASIBLE else None,
         placement=placement,
-        pms_out=tuple(
-            replace(pm, powered_off=(pm.id in off or pm.powered_off) and j not in hosts)
-            for j, pm in enumerate(snap.pms)
-        ),
+        pms_out=tuple(_power_after(pm, pm.id in off, end.is_active(j)) for j, pm in enumerate(snap.pms)),
         moves=explain(dc, plan, end) if plan else (),
         calls=seq.calls,
         goal=goal.goal,
@@ -254,6 +249,12 @@ def _outcome(
     )
     outcome = _with_verdicts(snap, outcome, seq, goal, calls)
     return replace(outcome, note=_note(outcome, seq))
+
+
+def _power_after(pm: PmSpec, switched_off: bool, hosts_vms: bool) -> PmSpec:
+    """`pm` as the plan leaves it: off when it was or the plan switches it off, unless VMs run there."""
+    off = (switched_off or pm.powered_off) and not hosts_vms
+    return pm if off == pm.powered_off else replace(pm, powered_off=off)
 
 
 def _proposed(

@@ -186,7 +186,7 @@ def solve(
     after_solve = Once([functools.partial(importlib.import_module, m) for m in _AFTER_SOLVE])
     from origamig.call.solve import solve_snapshot  # Pyomo and the planner: after the helpers start
 
-    with collector_paused():  # a million objects and no cycles: see origamig/collector.py
+    with collector_paused(freeze_on_exit=True):  # a million objects, no cycles: origamig/collector.py
         snap = load_snapshot(snapshot)
     if intra_pm_moves is not None:
         snap = replace(snap, intra_pm_moves=intra_pm_moves is Switch.TRUE)

@@ -345,8 +345,10 @@ class DataCenter:
         return [j for j, (mine, theirs) in enumerate(pairs) if mine is not theirs]
 
     def changes_to(self, placement: Mapping[str, Placement]) -> dict[str, Placement]:
-        """The entries of `placement` that differ from this state: the VMs it moves or starts."""
-        return {v: pl for v, pl in placement.items() if self.placement.get(v) != pl}
+        """The entries of `placement` that differ from this state: the VMs it moves or starts.
+        (A placement taken from a copy of this state shares its records: `is` settles most entries.)"""
+        here = self.placement.get
+        return {v: pl for v, pl in placement.items() if (now := here(v)) is not pl and now != pl}
 
     def with_placement(self, placement: Mapping[str, Placement]) -> DataCenter:
         """A copy with every running VM at its place in `placement` (a VM not in it gone, pending VMs
@@ -355,6 +357,13 @@ class DataCenter:
         for v in [v for v in self.placement if v not in placement]:
             out.remove(v)
         out.apply_placement(self.changes_to(placement))
+        return out
+
+    def with_changes(self, changes: Mapping[str, Placement]) -> DataCenter:
+        """A copy with the running or pending VMs of `changes` at their places there, the others where
+        they are: its cost follows the changes, not the cluster."""
+        out = self.copy()
+        out.apply_placement(self.changes_to(changes))
         return out
 
     # --- changes, to send a state to where a copy of it is ------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
 from origamig.cluster.catalog import DEFAULT_PM_MODEL, GpuModel, Profile
 
@@ -48,9 +49,18 @@ class PmSpec:
     def ram_gb(self) -> float:
         return self.ram_mb / MILLI
 
+    # Not a field (no effect on equality, hashing, `replace` or `asdict`): set once per record, as
+    # every neighborhood reads it for thousands of PMs.
+    _gpu_classes: ClassVar[frozenset[str]]
+
+    def __post_init__(self) -> None:
+        classes = frozenset(g.gpu_class for g in self.gpus) or frozenset({NO_GPU_CLASS})
+        object.__setattr__(self, "_gpu_classes", classes)
+
     @property
     def gpu_classes(self) -> frozenset[str]:
-        return frozenset(g.gpu_class for g in self.gpus) or frozenset({NO_GPU_CLASS})
+        """The classes of the PM's GPUs ({NO_GPU_CLASS} without GPUs)."""
+        return self._gpu_classes
 
 
 @dataclass(frozen=True)

@@ -68,34 +68,34 @@ def check_placement(
     cpu = [0] * len(pms)
     ram = [0] * len(pms)
     owners = SliceOwners()
-    counted_pm: set[tuple[str, int]] = set()
     rules: dict[tuple[int, int, int], tuple[str, str] | None] = {}  # gi_problem per (model, profile, start)
-    entries = [(v, pl) for v, pl in placement.items()]
+    entries: list[tuple[str, _PlacementLike]] = list(placement.items())
     for v, extra in (holding or {}).items():
         entries.extend((v, pl) for pl in extra)
+    counted_extra: set[tuple[str, int]] = set()  # (VM, PM) of the `holding` entries counted
     for token, (vm_id, pl) in enumerate(entries):
         vm = vms.get(vm_id)
-        where = f"vm {vm_id}"
         if vm is None:
-            out.append(Violation("vm", where, "placed but unknown"))
+            out.append(Violation("vm", f"vm {vm_id}", "placed but unknown"))
             continue
-        if not 0 <= pl.pm < len(pms):
-            out.append(Violation("pm", where, f"PM index {pl.pm} does not exist"))
+        j = pl.pm
+        if not 0 <= j < len(pms):
+            out.append(Violation("pm", f"vm {vm_id}", f"PM index {j} does not exist"))
             continue
-        pm = pms[pl.pm]
+        pm = pms[j]
         if pm.powered_off:
-            out.append(Violation("powered_off", where, f"placed on powered-off PM {pm.id}"))
-        if (vm_id, pl.pm) not in counted_pm:  # a VM inside one PM holds its CPU/RAM once
-            counted_pm.add((vm_id, pl.pm))
-            cpu[pl.pm] += vm.cpu_m
-            ram[pl.pm] += vm.ram_mb
+            out.append(Violation("powered_off", f"vm {vm_id}", f"placed on powered-off PM {pm.id}"))
+        if token < len(placement) or _count_extra(vm_id, j, placement, counted_extra):
+            cpu[j] += vm.cpu_m  # a VM inside one PM holds its CPU/RAM once
+            ram[j] += vm.ram_mb
         gis = gis_at(vm, pm, pl)
         if len(pl.gis) != len(gis):
-            out.append(Violation("slots", where, f"{len(gis)} GIs but {len(pl.gis)} slots"))
+            out.append(Violation("slots", f"vm {vm_id}", f"{len(gis)} GIs but {len(pl.gis)} slots"))
             continue
         for n, (prof, slot) in enumerate(zip(gis, pl.gis, strict=True)):
-            found = _check_gi(pm, pl.pm, prof, slot, (token, n), owners, rules)
-            out.extend(Violation(kind, f"{where} gi {n}", message) for kind, message in found)
+            found = _check_gi(pm, j, prof, slot, (token, n), owners, rules)
+            if found:
+                out.extend(Violation(kind, f"vm {vm_id} gi {n}", message) for kind, message in found)
     for j, pm in enumerate(pms):
         over = over_capacity(pm, cpu[j], ram[j])
         if "cpu" in over:
@@ -107,6 +107,21 @@ def check_placement(
                 Violation("ram", f"pm {pm.id}", f"RAM {ram[j] / 1000:g} GB > capacity {pm.ram_mb / 1000:g}")
             )
     return out
+
+
+def _count_extra(
+    vm_id: str, j: int, placement: Mapping[str, _PlacementLike], counted: set[tuple[str, int]]
+) -> bool:
+    """Whether a `holding` entry of `vm_id` on PM j adds its CPU/RAM there: not when its placement
+    (a PM that exists) or an earlier `holding` entry is on the same PM."""
+    main = placement.get(vm_id)
+    if (main is not None and main.pm == j) or (vm_id, j) in counted:
+        return False
+    counted.add((vm_id, j))
+    return True
+
+
+_UNSEEN = ("", "")  # no rule answer yet
 
 
 def _check_gi(
@@ -121,19 +136,22 @@ def _check_gi(
     """Class, start and overlap of one GI, as (kind, message) pairs; `holder` identifies this GI
     instance (old and new differ). `rules` keeps `gi_problem`'s answers for a GPU that exists: they
     depend on the GPU's model, the profile and the start only (the objects stay alive meanwhile)."""
-    if 0 <= slot.gpu < len(pm.gpus):
-        key = (id(pm.gpus[slot.gpu]), id(prof), slot.start)
-        problem = rules[key] if key in rules else rules.setdefault(key, gi_problem(pm, prof, slot))
+    gpu, start = slot.gpu, slot.start
+    if 0 <= gpu < len(pm.gpus):
+        key = (id(pm.gpus[gpu]), id(prof), start)
+        problem = rules.get(key, _UNSEEN)
+        if problem is _UNSEEN:
+            problem = rules[key] = gi_problem(pm, prof, slot)
     else:
         problem = gi_problem(pm, prof, slot)
     if problem is not None:
         return [problem]
-    size = pm.gpus[slot.gpu].memory_slices
-    end = slot.start + prof.memory_slices
-    out = [
-        ("overlap", f"slice {u} of GPU {slot.gpu} on PM {pm.id} is used twice")
-        for u, _ in owners.claim(j, slot.gpu, range(slot.start, min(end, size)), holder)
-    ]
+    size = pm.gpus[gpu].memory_slices
+    end = start + prof.memory_slices
+    clashes = owners.claim(j, gpu, range(start, min(end, size)), holder)
+    if not clashes and end <= size:
+        return []
+    out = [("overlap", f"slice {u} of GPU {gpu} on PM {pm.id} is used twice") for u, _ in clashes]
     out += [("start", f"slice {u} beyond the GPU's {size}") for u in range(size, end)]
     return out
 
@@ -165,7 +183,7 @@ def moves_refused(
         else ((v, before[v], new) for v, new in after.items() if v in before)
     )
     for v, old, new in pairs:
-        if new is None or (new.pm == old.pm and tuple(new.gis) == tuple(old.gis)):
+        if new is None or new is old or (new.pm == old.pm and tuple(new.gis) == tuple(old.gis)):
             continue
         if not getattr(vms.get(v), "migratable", True):
             out.append(Violation("pinned", f"vm {v}", "moved, but it is not migratable"))
@@ -178,6 +196,8 @@ def moves_refused(
 
 def over_capacity(pm: _PmLike, cpu_m: int, ram_mb: int) -> tuple[str, ...]:
     """Which capacities of the PM ("cpu", "ram") the VMs it holds (`cpu_m`, `ram_mb` in all) exceed."""
+    if cpu_m <= pm.cpu_m and ram_mb <= pm.ram_mb:
+        return ()
     return tuple(
         kind for kind, used, cap in (("cpu", cpu_m, pm.cpu_m), ("ram", ram_mb, pm.ram_mb)) if used > cap
     )
@@ -212,11 +232,14 @@ class SliceOwners:
         """Claim `slices` of GPU `gpu` on PM j for `holder`: (slice, other holder) for each slice
         another holder has already (an overlap)."""
         mask = sum(1 << u for u in slices) if slices.step != 1 else ((1 << len(slices)) - 1) << slices.start
-        used = self._used.get((j, gpu), 0)
-        held = self._holders.setdefault((j, gpu), [])
+        key = (j, gpu)
+        used = self._used.get(key, 0)
+        held = self._holders.get(key)
+        if held is None:
+            held = self._holders[key] = []
         clashes = [(u, self._holder_of(held, u)) for u in slices if used >> u & 1] if used & mask else []
         held.append((mask & ~used, holder))
-        self._used[(j, gpu)] = used | mask
+        self._used[key] = used | mask
         return clashes
 
     def used(self, j: int, gpu: int) -> int:

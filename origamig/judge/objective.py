@@ -117,6 +117,24 @@ def _pm_terms(
     return consolidation, free_starts
 
 
+def evaluate_state(dc: DataCenter, weights: Weights) -> Objective:
+    """Eq. (5) of `dc`'s state relative to itself, as `evaluate_dc(dc, dc.placement, weights)` gives
+    it (to the last bit: the same terms added in the same order), read from the state's counters —
+    each GPU's occupancy and each PM's activity — instead of rebuilt from every running VM's GIs."""
+    acceptance = 0.0
+    for vm in dc.vms.values():
+        acceptance += weights.a(vm)
+    occ: dict[tuple[int, int], int] = {}
+    for j, pm in enumerate(dc.pms):
+        for k in range(len(pm.gpus)):
+            mask = dc.occupancy(j, k)
+            if mask:
+                occ[(j, k)] = mask
+    hosts = {j for j in range(len(dc.pms)) if dc.is_active(j)}
+    consolidation, free_starts = _pm_terms(dc.pms, range(len(dc.pms)), hosts, occ, weights)
+    return Objective(acceptance, consolidation, 0.0, free_starts)
+
+
 def evaluate_dc(
     dc: DataCenter,
     previous: Mapping[str, Placement],

@@ -115,7 +115,7 @@ class _Planner:
     def __init__(self, current: DataCenter, target: Mapping[str, Placement], bandwidth: float) -> None:
         self.dc = current.copy()
         self.bandwidth = bandwidth
-        self.initially_on = {j for j in range(len(current.pms)) if current.is_active(j)}
+        self.was_active = current.is_active  # `current` is not changed while the plan is made
         self.remaining: dict[str, _Move] = {}
         for n, (v, pl) in enumerate(target.items()):
             if v in current.pending:
@@ -126,7 +126,8 @@ class _Planner:
         self.steps: list[Step] = []
         self.moves: list[MoveRecord] = []
         self.parked: list[str] = []
-        self.used_pms: set[int] = set()
+        self.used_pms: set[int] = set()  # the PMs VMs went to
+        self.left_pms: set[int] = set()  # the PMs VMs left: with `used_pms`, all whose power can change
 
     # --- main loop -----------------------------------------------------------------------------
     def run(self) -> Plan | Infeasible:
@@ -167,8 +168,11 @@ class _Planner:
 
     def _finish(self) -> Plan:
         pm_id = [p.id for p in self.dc.pms]
-        switch_on = sorted(self.used_pms - self.initially_on)
-        switch_off = sorted(j for j in self.initially_on | set(switch_on) if not self.dc.is_active(j))
+        switch_on = sorted(j for j in self.used_pms if not self.was_active(j))
+        touched = self.used_pms | self.left_pms
+        switch_off = sorted(
+            j for j in touched if (self.was_active(j) or j in self.used_pms) and not self.dc.is_active(j)
+        )
         steps: list[Step] = [PowerOn(pm_id[j]) for j in switch_on]
         steps += self.steps
         steps += [PowerOff(pm_id[j]) for j in switch_off]
@@ -231,6 +235,7 @@ class _Planner:
             self.dc.place(vm, target)
         else:
             from_id = self.dc.pms[old.pm].id
+            self.left_pms.add(old.pm)
             self.steps.append(Migrate(vm.id, from_id, pm_id, parking))
             inter = old.pm != target.pm
             n_bytes = move_bytes(vm) if inter else 0

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import GiSlot, Placement, VmSpec, Weights
 from origamig.errors import PlacementError
-from origamig.judge.objective import ChangeRegion, evaluate, evaluate_change, evaluate_dc
+from origamig.judge.objective import ChangeRegion, evaluate, evaluate_change, evaluate_dc, evaluate_state
 from tests.builders import A30, A100, at, datacenter, pm, vm
 from tests.profiles import examples
 from tests.strategies import datacenters
@@ -98,6 +98,17 @@ def test_evaluate_dc_matches_evaluate_and_does_not_mutate() -> None:
     # b is pending and unplaced: same as the one-GI state, 42.
     assert evaluate_dc(dc, before, W).value == 42
     assert dc.placement == before and list(dc.pending) == ["b"]
+
+
+@settings(max_examples=examples(80), deadline=None)
+@given(datacenters(max_pms=4, max_vms=8, pending=True), st.booleans(), st.floats(0, 5))
+def test_a_state_read_from_its_counters_is_worth_what_its_vms_say(
+    dc: DataCenter, vm_weights: bool, free_start: float
+) -> None:
+    """`evaluate_state` (the GPUs' occupancy and the PMs' activity as the state keeps them) equals, to
+    the last bit, Eq. (5) rebuilt from every VM's GIs — so `solve` may read the cluster's value so."""
+    w = Weights(free_start=free_start, vm_weights=vm_weights)
+    assert evaluate_state(dc, w) == evaluate_dc(dc, dc.placement, w)
 
 
 @settings(max_examples=examples(60), deadline=None)
