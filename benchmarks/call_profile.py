@@ -26,7 +26,7 @@ from typing import Any
 
 from benchmarks.highs_options import OptionedHighs
 from benchmarks.publish import results_file, write_json
-from benchmarks.solver_replay import recorded_call_model
+from benchmarks.solver.solver_replay import recorded_call_model
 from origamig.bilp.backends.base import Limits
 
 ROOT = Path(__file__).resolve().parent

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.publish import quantile, results_file, write_json
-from benchmarks.solver_replay import recorded_call_model
-from benchmarks.solvers import neighborhoods
+from benchmarks.solver.solver_replay import recorded_call_model
+from benchmarks.solver.solvers import neighborhoods
 from origamig.bilp import build_model, compile_model, restrict
 from origamig.bilp.backends import highs
 from origamig.bilp.backends.base import Limits
@@ -70,7 +70,7 @@ def call_models(path: Path) -> Iterator[Compiled]:
 
 
 def neighborhood_models(count: int) -> Iterator[Compiled]:
-    """The compiled models of the first `count` 16-PM neighborhoods of benchmarks/solvers.py."""
+    """The compiled models of the first `count` 16-PM neighborhoods of benchmarks/solver/solvers.py."""
     for dc in neighborhoods(1, count):
         yield compile_model(build_model(restrict(dc, range(len(dc.pms)), list(dc.pending)), Weights()))
 
@@ -85,7 +85,8 @@ def main() -> None:
         "--neighborhoods",
         type=int,
         default=0,
-        help="instead of recorded calls, the first N 16-PM neighborhoods of benchmarks/solvers.py (seed 1)",
+        help="instead of recorded calls, the first N 16-PM neighborhoods of "
+        "benchmarks/solver/solvers.py (seed 1)",
     )
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args()

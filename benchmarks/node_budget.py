@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.publish import results_file, write_json
-from benchmarks.solver_replay import recorded_call_model
+from benchmarks.solver.solver_replay import recorded_call_model
 from origamig.bilp.backends.base import Limits, get_backend
 
 ROOT = Path(__file__).resolve().parent

@@ -56,7 +56,8 @@ TABLE8: dict[str, dict[float, dict[str, float]]] = {
 }
 
 # An independent reading of this workload over 100 seeds (FF, default setup; shares as fractions 0–1):
-# the simulator's FF must land on it up to seed noise (benchmarks/simulator.py, tests/sim/test_sim_runner.py).
+# the simulator's FF must land on it up to seed noise (benchmarks/product/simulator.py,
+# tests/sim/test_sim_runner.py).
 READING_FF_100_SEEDS: dict[float, dict[str, float]] = {
     0.75: {"acceptance": 0.986, "active_pms": 112.1, "energy_mwh": 5.72},
     1.0: {"acceptance": 0.838, "active_pms": 125.7, "energy_mwh": 6.55},
@@ -152,14 +153,14 @@ TABLE11: dict[str, dict[str, float]] = {
 }
 TABLE11_MEDIAN_CALL_MMAX32_S = 10.25  # §6.7 text
 
-# --- §6.7 (Fig. 7), the scale study: used by benchmarks/growth.py ---------------------------------
+# --- §6.7 (Fig. 7), the scale study: used by benchmarks/paper/growth.py ---------------------------------
 # The quotes below paraphrase the §6.7 text (not verbatim).
 # "We grow the data center from 128 to 4096 PMs at the same load per PM (load 0.85), with a quarter
 # of the PMs carrying A30 GPUs, and simulate one day with a single seed."
 FIG7_PMS = (128, 256, 512, 1024, 2048, 4096)
 FIG7_LOAD = 0.85
 FIG7_SEEDS = 1
-FIG7_DAYS = 1  # "simulate one day" (benchmarks/growth.py reads it as one measured day after the warm-up)
+FIG7_DAYS = 1  # "simulate one day" (benchmarks/paper/growth.py: one measured day after the warm-up)
 FIG7_CALLS_CAP_PER_HOUR = 360.0  # "OrigaMIG starts at most one call per 10 s step (360 calls/h)"
 # "From 128 to 1024 PMs the calls grow from 44.7 to 207.8 per hour ... at 2048 and 4096 PMs, where
 # OrigaMIG starts 284.9 and 334.5 calls per hour."
@@ -171,7 +172,7 @@ FIG7_PMS_REDUCTION_VS_FF_PCT = {128: 2.8, 512: 2.1, 1024: 1.0}
 FIG7_PMS_REDUCTION_VS_FF_BELOW_PCT = {2048: 0.5, 4096: 0.5}
 FIG7_FF_ADMITS_ALL_FROM_PMS = 1024  # "From 1024 PMs on FF admits every request"
 
-# --- §6.8 (Table 12, Fig. 8): used by benchmarks/optimality_gap.py -------------------------------
+# --- §6.8 (Table 12, Fig. 8): used by benchmarks/paper/optimality_gap.py -------------------------------
 CALL_TIME_LIMIT_S = 10.0  # §6.1: each OrigaMIG call has a 10 s limit (also used in §6.8)
 # §6.8: Poisson arrivals at 2.1 per hour per 8 PMs of 2x A100 (docs/simulator.md#workload otherwise), i.e.
 # ρ = (2.1 / 8 per PM per h) · 8.6 h · 0.656 / 2 GPUs per PM ≈ 0.74.
@@ -193,7 +194,7 @@ FIG8A_EXTRA_ACTIVE_PMS_PCT: dict[tuple[int, int], float] = {
 }
 FIG8B_SPEEDUP_32_PMS = 1500  # §6.8: "At 32 PMs, a OrigaMIG call is about 1500 times faster than OPT"
 
-# --- §6.9 (Fig. 3): used by benchmarks/bilp_scaling.py; CP-SAT on 8 cores, 20 min limit ----------
+# --- §6.9 (Fig. 3): used by benchmarks/paper/bilp_scaling.py; CP-SAT on 8 cores, 20 min limit ----------
 FIG3_TIME_LIMIT_S = 20 * 60  # §6.9: "stops after 20 minutes"
 FIG3B_128_VMS_S = 17 * 60  # §6.9: "128 VMs on 64 GPUs already take 17 minutes" (32 PMs)
 FIG3B_LAST_DOUBLINGS = {64: 6.6, 128: 61.0}  # §6.9: time ratios of 32 -> 64 and 64 -> 128 VMs

@@ -23,7 +23,7 @@ from typing import Any
 from benchmarks.pm_pattern_bound import pattern_bound
 from benchmarks.publish import write_json
 from benchmarks.root_gap import EXACT, calls_parser, parse_calls
-from benchmarks.solver_replay import snapshot_models
+from benchmarks.solver.solver_replay import snapshot_models
 from origamig.bilp.backends import highs
 
 RESULTS = Path(__file__).resolve().parent / "results" / "pattern_bound.json"

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.publish import results_file, write_json
-from benchmarks.solver_replay import recorded_call_model
+from benchmarks.solver.solver_replay import recorded_call_model
 from origamig.bilp import Limits
 from origamig.bilp.backends import highs
 from origamig.bilp.bound import lp_terms

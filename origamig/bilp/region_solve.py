@@ -40,7 +40,7 @@ class RegionSolution:
 
 
 # Build + compile cost per nonzero of the compiled model, measured on 16-PM neighborhoods
-# (about 0.13 s for 42k nonzeros on one idle core; benchmarks/solvers.py).
+# (about 0.13 s for 42k nonzeros on one idle core; benchmarks/solver/solvers.py).
 BUILD_SECONDS_PER_NONZERO = 3e-6
 
 

@@ -1,4 +1,4 @@
-"""benchmarks/growth.py (the paper's Fig. 7): its cells — one column per PM count, OrigaMIG rows
+"""benchmarks/paper/growth.py (the paper's Fig. 7): its cells — one column per PM count, OrigaMIG rows
 deduplicated by calls per check — and, end to end on 8 and 16 PMs over 1 h + 1 h, its tables, JSON,
 figure, replot and adoption of runs of other code at every size."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import growth
+from benchmarks.paper import growth
 from origamig.errors import UserError
 from origamig.sim.scenario import build_pms
 from origamig.study import sweep

@@ -1,4 +1,4 @@
-"""`benchmarks/scale.py` on tiny clusters: every cell is solved by a real process, judged by the
+"""`benchmarks/product/scale.py` on tiny clusters: every cell is solved by a real process, judged by the
 independent replay, written at once, and skipped on a rerun."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import scale
+from benchmarks.product import scale
 from origamig.snapshot.document import parse_snapshot
 
 

@@ -1,4 +1,4 @@
-"""`python -m benchmarks.serve_load` end to end at a tiny size: it runs, loses nothing, writes each
+"""`python -m benchmarks.product.serve_load` end to end at a tiny size: it runs, loses nothing, writes each
 cell's JSON, and a rerun skips the cells already written."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.serve_load import ROUTES, kube_sample_size
+from benchmarks.product.serve_load import ROUTES, kube_sample_size
 from tests.paths import ROOT
 
 
 def test_serve_load_smoke(tmp_path: Path) -> None:
     out = tmp_path / "serve_load.json"
-    cmd = [sys.executable, "-m", "benchmarks.serve_load", "--pms", "20", "--vms-per-pm", "2"]
+    cmd = [sys.executable, "-m", "benchmarks.product.serve_load", "--pms", "20", "--vms-per-pm", "2"]
     cmd += ["--clients", "3", "--requests", "90", "--max-s", "120", "--out", str(out)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert done.returncode == 0, done.stdout + done.stderr

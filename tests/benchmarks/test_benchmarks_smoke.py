@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import ablation, loads, migration_penalty, paper_values, rivals, variants
+from benchmarks import paper_values
+from benchmarks.paper import ablation, loads, migration_penalty, rivals, variants
 from origamig.errors import UserError
 from origamig.study import sweep
 from origamig.study.sweep import engine
@@ -319,7 +320,7 @@ def test_parse_seeds() -> None:
 
 @pytest.mark.slow
 def test_fleets_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from benchmarks import fleets
+    from benchmarks.studies import fleets
 
     chosen = fleets.fleets(("h100-8x",))
     scale = dataclasses.replace(SMOKE, seeds=(1, 2))

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import bilp_scaling, no_change, optimality_gap, pattern_bound, solver_replay, solvers
+from benchmarks import pattern_bound
+from benchmarks.paper import bilp_scaling, optimality_gap
+from benchmarks.solver import no_change, solver_replay, solvers
 from origamig.bilp import solve_region
 from origamig.call.neighborhood import Bounds, select_admission
 from origamig.cluster.records import Weights
@@ -364,7 +366,7 @@ def test_call_profile_reads_highs_timing_and_its_parts_fit_the_total(tmp_path) -
 def test_solve_mixed_runs_this_checkout_and_judges_each_plan(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from benchmarks import solve_mixed
+    from benchmarks.product import solve_mixed
 
     doc = solve_mixed.mixed_cluster(12, 0)
     snap = parse_snapshot(doc)
@@ -385,7 +387,7 @@ def test_solve_mixed_runs_this_checkout_and_judges_each_plan(
 
 @pytest.mark.slow
 def test_primal_benchmark_writes_its_table_and_the_repair_never_loses(tmp_path: Path) -> None:
-    from benchmarks import primal
+    from benchmarks.solver import primal
 
     out = tmp_path / "primal.json"
     assert primal.main(["--recorded", "2", "--fragmented", "0", "--out", str(out)]) == 0

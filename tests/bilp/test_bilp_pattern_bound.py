@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks.pm_pattern_bound import column_pms, pattern_bound
-from benchmarks.solver_replay import snapshot_models
+from benchmarks.solver.solver_replay import snapshot_models
 from origamig.bilp import Limits, build_model, compile_model, restrict
 from origamig.bilp.backends import highs
 from origamig.cluster.records import Weights

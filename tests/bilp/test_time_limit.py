@@ -99,7 +99,7 @@ def test_in_process_the_cancelling_guard_still_answers_feasibly(monkeypatch, sta
     given, the cancelling guard only — still returns a feasible answer no worse than the start.
 
     How far it overruns the limit depends on the machine, so that is measured, not asserted:
-    `python -m benchmarks.time_limit --quick` records it (mode "old")."""
+    `python -m benchmarks.solver.time_limit --quick` records it (mode "old")."""
     from origamig.bilp.backends import highs
 
     monkeypatch.setattr(highs, "PRESOLVE_S_PER_NONZERO", 0.0)  # never skip presolve
@@ -125,7 +125,7 @@ def test_the_benchmark_records_the_overrun_of_every_run(tmp_path: Path) -> None:
     import argparse
     import json
 
-    from benchmarks import time_limit
+    from benchmarks.solver import time_limit
 
     args = argparse.Namespace(
         pms=2, limits=[0.5], solvers=["highs", "cpsat"], busy=[1], repeats=2, old_limits=[0.5],

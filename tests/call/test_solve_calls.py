@@ -6,11 +6,11 @@ final state exactly the placement `solve` reports (docs/solving.md#the-call-loop
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import pytest
 
+from benchmarks.product.solve_admission import held_out_cluster
 from origamig.bilp.backends.base import make_limits
 from origamig.call.goals import Goal
 from origamig.call.solve import Outcome, solve_snapshot
@@ -20,9 +20,6 @@ from origamig.plan.steps import PowerOff, PowerOn
 from origamig.snapshot.document import Snapshot, load_snapshot, parse_snapshot
 from tests.builders import A30, A100, at, datacenter, pm, vm
 from tests.paths import ROOT
-
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from solve_admission import held_out_cluster
 
 H100_CLUSTER = ROOT / "examples" / "fleets" / "h100-cluster.json"
 LIMITS = make_limits("highs", 20.0, None, True)

@@ -27,7 +27,7 @@ from tests.builders import A30, A100, at, datacenter, model, pm, vm
 from tests.profiles import examples
 from tests.strategies import pm_lists
 
-# Nightly-style runs raise this (benchmarks/executor.py --cases N); CI keeps ≥ 2,000.
+# Nightly-style runs raise this (benchmarks/product/executor.py --cases N); CI keeps ≥ 2,000.
 RANDOM_CASES = int(os.environ.get("ORIGAMIG_EXECUTOR_CASES", "2000"))
 
 

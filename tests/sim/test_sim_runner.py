@@ -19,8 +19,8 @@ SMALL = SimConfig(load=0.9, pms=16, warmup_s=12 * H, measure_s=12 * H, determini
 # own figures are paper_values.TABLE8): acceptance, active PMs and energy at loads 0.75 / 1.0.
 READING_FF = READING_FF_100_SEEDS
 # Seed-to-seed standard deviation of one run, measured over seeds 1..20 of this simulator
-# (python -m benchmarks.simulator --fidelity). At load 0.75 the reading's 5-seed 95% interval of ±5.5 PMs
-# gives sd = 5.5·√5 / t_{0.975,4} ≈ 4.4; ours is 5.9.
+# (python -m benchmarks.product.simulator --fidelity). At load 0.75 the reading's 5-seed 95% interval
+# of ±5.5 PMs gives sd = 5.5·√5 / t_{0.975,4} ≈ 4.4; ours is 5.9.
 SEED_SD = {
     0.75: {"acceptance": 0.0115, "active_pms": 5.9, "energy_mwh": 0.29},
     1.0: {"acceptance": 0.027, "active_pms": 0.66, "energy_mwh": 0.08},

@@ -3,7 +3,7 @@
 The cheapest stored cell of each policy other than OrigaMIG (seconds each) is run again from the
 configuration its record names and compared field by field (metrics, counters, requests, calls):
 the sweep engine, the simulator and the policies compute what they computed when the file was made.
-`python -m benchmarks.<name> --quick --adopt` does the same for OrigaMIG's cells (minutes)."""
+`python -m benchmarks.<group>.<name> --quick --adopt` does the same for OrigaMIG's cells (minutes)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ HiGHS is deterministic for a fixed thread count; its thread pool is process-glob
 thread count resets the scheduler.
 Presolve runs without probing (`presolve_rule_off`, bit 15): on these models probing took ~90% of
 presolve (0.25–0.6 s on 1–3k columns) and did not pay for itself; without it calls prove in about
-half the time (benchmarks/solvers.py, README "Solver benchmark").
+half the time (benchmarks/solver/solvers.py, README "Solver benchmark").
 A solve with a wall-clock limit also skips HiGHS's root reduced-cost heuristic (a sub-MIP run once
 at the root): on the 60 recorded 128-PM calls, solved to proof, it took a quarter of the CPU time
 (158.6 → 119.6 s, the same optima; benchmarks/highs_options.py) and on 16-PM neighborhoods half of the
@@ -57,7 +57,7 @@ class HighsBackend(deadline.SolvesInHelper):
     # Wall seconds per unit of reported work on one idle core, for the load-independent call
     # time of deterministic simulations: one unit (1000 simplex iterations) took 0.5-0.6 s of CPU
     # on 16-PM neighborhoods with presolve probing on; without probing 0.7x that per instance
-    # (median over 10 neighborhoods, both forms side by side: benchmarks/solvers.py).
+    # (median over 10 neighborhoods, both forms side by side: benchmarks/solver/solvers.py).
     seconds_per_work: ClassVar[float] = 0.4
     # Work budget of a deterministic solve when the caller gives none (branch-and-bound nodes).
     default_work_limit: ClassVar[float] = 1000.0

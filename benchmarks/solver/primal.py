@@ -3,7 +3,7 @@
 
 Instances: the 60 consolidation calls a 128-PM OrigaMIG run made in its 40–56 h
 (benchmarks/results/solver_replay-full_calls.json, each a snapshot of the call's neighborhood), and
-fragmented 16-PM neighborhoods with 4–8 pending VMs (the generator of `benchmarks/solvers.py`, seed 1:
+fragmented 16-PM neighborhoods with 4–8 pending VMs (the generator of `benchmarks/solver/solvers.py`, seed 1:
 the neighborhoods `solve_process` times). Per instance, side by side:
 
 - the best answer: HiGHS with a 10 s limit, no primal answer (proved optimal on 65 of the 70
@@ -16,9 +16,9 @@ Per setting: how many instances its answer beats the start on, how many it reach
 answer on, the share of the best answer's gain over the start it reaches (median), and the wall
 time (median, p95). One thread, LP bound first as in every call.
 
-    python -m benchmarks.primal                                # every instance (~6 min)
-    python -m benchmarks.primal --recorded 12 --fragmented 3   # fewer
-    python -m benchmarks.primal --table                        # the table of the stored results
+    python -m benchmarks.solver.primal                                # every instance (~6 min)
+    python -m benchmarks.solver.primal --recorded 12 --fragmented 3   # fewer
+    python -m benchmarks.solver.primal --table                        # the table of the stored results
 
 Prints a table and writes benchmarks/results/primal.json.
 """
@@ -33,8 +33,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks import RESULTS
 from benchmarks.publish import quantile, results_file, write_json
-from benchmarks.solvers import neighborhoods
+from benchmarks.solver.solvers import neighborhoods
 from origamig.bilp import Limits, restrict, solve_region
 from origamig.bilp.primal import repair
 from origamig.cluster.datacenter import DataCenter
@@ -42,8 +43,6 @@ from origamig.cluster.records import Weights
 from origamig.judge.objective import evaluate
 from origamig.snapshot.document import parse_snapshot
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
 CALLS = RESULTS / "solver_replay-full_calls.json"
 LIMITS_S = (0.25, 0.5, 1.0)
 OPTIMUM_LIMIT_S = 10.0
@@ -184,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     print_table(summary)
     doc = {
         "benchmark": "primal",
-        "command": "python -m benchmarks.primal"
+        "command": "python -m benchmarks.solver.primal"
         + (f" --recorded {args.recorded}" if args.recorded != 60 else "")
         + (f" --fragmented {args.fragmented}" if args.fragmented != 10 else ""),
         "limits_s": list(LIMITS_S),

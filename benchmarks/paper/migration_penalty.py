@@ -7,8 +7,8 @@ Table 10 (migrations/h, GB/h and active PMs scaled from the paper's 128 PMs to o
 reduction in active PMs against the migration rate (Fig. 6). Writes
 benchmarks/results/migration_penalty-<scale>.json and migration_penalty-<scale>.png.
 
-    python -m benchmarks.migration_penalty --quick     # 32 PMs, 24 h + 24 h, 1 seed
-    python -m benchmarks.migration_penalty --full --scheduler tcp://HOST:8786   # 128 PMs, 3 seeds
+    python -m benchmarks.paper.migration_penalty --quick     # 32 PMs, 24 h + 24 h, 1 seed
+    python -m benchmarks.paper.migration_penalty --full --scheduler tcp://HOST:8786   # 128 PMs, 3 seeds
 """
 
 from __future__ import annotations

@@ -26,10 +26,11 @@ with means ± 95% CIs, the paired count "fewer active PMs than TC" and the migra
 writes benchmarks/results/extensions-<scale>.json and .png. Finished cells are kept in the JSON file
 as they finish, and a rerun resumes (see `--cells`).
 
-    python -m benchmarks.extensions --quick                          # 32 PMs, 24 h + 24 h, seeds 1, 2
-    python -m benchmarks.extensions --quick --seeds 3..5 --rows origamig   # seeds not tuned on
-    python -m benchmarks.extensions --full --rows origamig --seeds 5       # 128 PMs, 48 h + 72 h
-    python -m benchmarks.extensions --full --load 0.85 --rows origamig --seeds 5 --cells     # what is left
+    python -m benchmarks.studies.extensions --quick                     # 32 PMs, 24 h + 24 h, seeds 1, 2
+    python -m benchmarks.studies.extensions --quick --seeds 3..5 --rows origamig   # seeds not tuned on
+    python -m benchmarks.studies.extensions --full --rows origamig --seeds 5       # 128 PMs, 48 h + 72 h
+    python -m benchmarks.studies.extensions --full --load 0.85 --rows origamig --seeds 5 --cells
+                                                                        # what is left
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Arrival decision time of the baselines (FF, MFI, TC) on the paper's 128-PM data center (target:
 < 1 ms per decision), and the time of one TC compaction.
 
-    python -m benchmarks.policies [--quick | --full] [--seed N]
+    python -m benchmarks.product.policies [--quick | --full] [--seed N]
 
 The data center is the simulator's default (docs/simulator.md#data-center: 96 PMs with 2× A100-40GB,
 32 with 2× A30-24GB, 80 cores, 512 GB). It is filled by first-fit arrivals of workload-like VMs (1 or 2 GIs
@@ -20,10 +20,10 @@ import platform
 import random
 import statistics
 import time
-from pathlib import Path
 
 from rich.table import Table
 
+from benchmarks import ROOT
 from benchmarks.publish import write_json
 from origamig.cli.terminal import operator_console
 from origamig.cluster.catalog import default_catalog
@@ -35,7 +35,7 @@ from origamig.policies.base import Rejection, make_policy
 TARGET_MS = 1.0
 POLICIES = ("ff", "mfi", "tc")
 FILLS = (0.5, 0.9)
-RESULTS = Path(__file__).parent / "results" / "policies.json"
+RESULTS = ROOT / "benchmarks" / "results" / "policies.json"
 
 
 def default_pms() -> list[PmSpec]:

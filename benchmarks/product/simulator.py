@@ -8,8 +8,8 @@ the phases its `Work.phases_s` reports (select, build, solve, plan).
 Fidelity: FF with the default setup over seeds 1..N at loads 0.75 and 1.0, against an independent
 reading of the workload (docs/simulator.md) over 100 seeds and against the paper's Table 8.
 
-    python -m benchmarks.simulator --quick      # speed of ff/mfi/tc (1 repeat), FF fidelity over 5 seeds
-    python -m benchmarks.simulator --full       # 3 repeats (median), OrigaMIG too, FF fidelity over 20 seeds
+    python -m benchmarks.product.simulator --quick  # speed of ff/mfi/tc (1 repeat), FF fidelity over 5 seeds
+    python -m benchmarks.product.simulator --full   # 3 repeats (median), OrigaMIG too, FF fidelity, 20 seeds
 
 Prints tables and writes benchmarks/results/simulator.json.
 """
@@ -20,9 +20,9 @@ import argparse
 import json
 import statistics
 import time
-from pathlib import Path
 from typing import Any
 
+from benchmarks import ROOT
 from benchmarks.paper_values import READING_FF_100_SEEDS, TABLE8
 from origamig.policies.base import policy_names
 from origamig.sim.engine import Simulation
@@ -30,7 +30,7 @@ from origamig.sim.scenario import SimConfig, build_pms, requests_for
 from origamig.study.aggregate import mean_ci
 from origamig.study.runner import RunSpec, make_run_policy, run_all
 
-RESULTS = Path(__file__).resolve().parent / "results" / "simulator.json"
+RESULTS = ROOT / "benchmarks" / "results" / "simulator.json"
 READING_FF = READING_FF_100_SEEDS
 # The paper's Table 8 for FF, acceptance as a fraction like ours.
 PAPER_FF = {

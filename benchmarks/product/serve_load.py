@@ -1,9 +1,9 @@
 """Load on `origamig serve`: concurrent clients on loopback, a read-heavy mix, 1,000 to 10,000 servers.
 
-    python -m benchmarks.serve_load [--pms 1000,10000] [--clients 8,32] [--requests 6000]
-                                    [--vms-per-pm 3] [--node-names kube|all] [--check-interval 10]
-                                    [--max-s 900] [--seed 0]
-                                    [--fresh] [--out benchmarks/results/serve_load.json]
+    python -m benchmarks.product.serve_load [--pms 1000,10000] [--clients 8,32] [--requests 6000]
+                                            [--vms-per-pm 3] [--node-names kube|all] [--check-interval 10]
+                                            [--max-s 900] [--seed 0]
+                                            [--fresh] [--out benchmarks/results/serve_load.json]
 
 Each cell (servers × clients) seeds a cluster of `--pms` PMs (2× A100-40GB, 80 cores, 512 GB) with
 `--vms-per-pm` running VMs each, placed by the first-fit arrival rule (one or two GIs of profiles up to
@@ -51,6 +51,7 @@ from typing import Any
 import httpx
 from rich.table import Table
 
+from benchmarks import ROOT
 from benchmarks.publish import write_json
 from origamig.cli.terminal import operator_console
 from origamig.cluster.catalog import default_catalog
@@ -61,7 +62,6 @@ from origamig.sim.workload import vm_for
 from origamig.snapshot.document import placement_json
 from tests.serve_helpers import TOKEN, Server, valid
 
-ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "serve_load.json"
 TARGETS_MS = {"filter": 50.0, "healthz": 20.0}  # p99, with 8 clients
 PROFILES = ("1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb")
@@ -442,7 +442,7 @@ def main() -> None:
     doc.update(
         targets_p99_ms=TARGETS_MS,
         machine={"cpus": os.cpu_count(), "python": platform.python_version()},
-        command=" ".join(["python -m benchmarks.serve_load", *sys.argv[1:]]),
+        command=" ".join(["python -m benchmarks.product.serve_load", *sys.argv[1:]]),
     )
     failed = []
     for pms in (int(x) for x in args.pms.split(",")):

@@ -16,8 +16,8 @@ Modes:
   cli       the whole `origamig solve SNAPSHOT --neighborhood all --time-limit L` command (build,
             compile, solve, plan), wall time of the process
 
-    python -m benchmarks.time_limit --quick   # limits 1 and 10 s, 3 repeats, 2 busy loops (~3 min)
-    python -m benchmarks.time_limit --full    # limits 1, 5, 10, 30 s, 10 repeats, idle and loaded
+    python -m benchmarks.solver.time_limit --quick   # limits 1 and 10 s, 3 repeats, 2 busy loops (~3 min)
+    python -m benchmarks.solver.time_limit --full    # limits 1, 5, 10, 30 s, 10 repeats, idle and loaded
 Prints a table and writes benchmarks/results/time_limit.json (and .png).
 """
 
@@ -35,12 +35,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from benchmarks import RESULTS, ROOT
 from benchmarks.publish import publish, quantile
-from benchmarks.solver_replay import snapshot_model
+from benchmarks.solver.solver_replay import snapshot_model
 from benchmarks.stress_instances import h100_cluster
 from origamig.bilp.backends.base import Limits, get_backend
-
-RESULTS = Path(__file__).parent / "results"
 
 
 @contextmanager
@@ -73,10 +72,12 @@ def guarded_run(compiled: Any, solver: str, limit: float, busy: int) -> dict[str
 
 def old_run(snapshot: Path, solver: str, limit: float, busy: int, timeout: float) -> dict[str, Any]:
     """The pre-guard behaviour, in a separate process (it may not stop for minutes)."""
-    cmd = [sys.executable, __file__, "--old-run", str(snapshot), solver, str(limit)]
+    me = [sys.executable, "-m", "benchmarks.solver.time_limit"]  # from the root: this checkout's benchmarks
+    cmd = [*me, "--old-run", str(snapshot), solver, str(limit)]
     with busy_loops(busy):
         try:
-            out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=True).stdout
+            ran = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=True, cwd=ROOT)
+            out = ran.stdout
         except subprocess.TimeoutExpired:
             return {"wall_s": None, "guard": f"gave up after {timeout:g} s", "termination": None}
     return json.loads(out.strip().splitlines()[-1])

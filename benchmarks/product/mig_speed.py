@@ -1,7 +1,7 @@
 """Speed of the MIG slice algebra on one core: default-placement decisions per second (target ≥ 200k/s
 on an A100) and the configuration-space enumeration time (docs/model.md#configuration-space).
 
-    python -m benchmarks.mig_speed [--quick | --full] [--gpu A100-40GB]
+    python -m benchmarks.product.mig_speed [--quick | --full] [--gpu A100-40GB]
 
 Prints a table and writes `benchmarks/results/mig_speed.json`. Every figure is the median of the
 repeats. A decision is "where does the default GI placement put profile p on a GPU with occupancy
@@ -19,10 +19,10 @@ import random
 import statistics
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 from rich.table import Table
 
+from benchmarks import ROOT
 from benchmarks.publish import write_json
 from origamig.cli.terminal import operator_console
 from origamig.cluster.catalog import default_catalog
@@ -32,7 +32,7 @@ from origamig.cluster.mig import geometry
 from origamig.cluster.records import GiSlot, Placement, PmSpec, VmSpec
 
 TARGET_DECISIONS_PER_S = 200_000
-RESULTS = Path(__file__).parent / "results" / "mig_speed.json"
+RESULTS = ROOT / "benchmarks" / "results" / "mig_speed.json"
 
 
 def median_rate(run: Callable[[], int], repeats: int) -> float:

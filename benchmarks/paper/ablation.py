@@ -10,8 +10,8 @@ nodes, so the time-limit rows scale the node budget by t / 10 s instead. Prints 
 Table 11 (active PMs, migrations and calls per hour scaled from 128 PMs to ours), writes
 benchmarks/results/ablation-<scale>.json and ablation-<scale>.png.
 
-    python -m benchmarks.ablation --quick      # 32 PMs, 24 h + 24 h, 1 seed
-    python -m benchmarks.ablation --full --scheduler tcp://HOST:8786   # 128 PMs, 48 h + 72 h, 3 seeds
+    python -m benchmarks.paper.ablation --quick      # 32 PMs, 24 h + 24 h, 1 seed
+    python -m benchmarks.paper.ablation --full --scheduler tcp://HOST:8786   # 128 PMs, 48 h + 72 h, 3 seeds
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """`solve` as the cluster grows: 1,000 to 100,000 servers of 8x H100-80GB, this checkout beside another.
 
-    python -m benchmarks.scale [--servers 1000,10000,100000] [--pending 8] [--previous PATH]
-                               [--repeats 1] [--timeout 3600] [--fresh] [--out FILE]
+    python -m benchmarks.product.scale [--servers 1000,10000,100000] [--pending 8] [--previous PATH]
+                                       [--repeats 1] [--timeout 3600] [--fresh] [--out FILE]
 
 Generated clusters (held out: drawn here only): every server carries 8x H100-80GB (192 cores, 2 TB);
 half of them run VMs placed first fit at each profile's default start (3 cores and 32 GB per compute
@@ -33,9 +33,10 @@ from typing import Any
 
 from rich.table import Table
 
+from benchmarks import ROOT
 from benchmarks.checkouts import revision, run_command
+from benchmarks.product.solve_admission import draw_vm, first_fit_slots
 from benchmarks.publish import results_file, write_json
-from benchmarks.solve_admission import draw_vm, first_fit_slots
 from origamig.cli.terminal import operator_console
 from origamig.cluster.catalog import default_catalog
 from origamig.cluster.datacenter import DataCenter
@@ -43,7 +44,6 @@ from origamig.cluster.records import GiSlot, Placement, PmSpec, cores_to_m, gb_t
 from origamig.judge.replay import replay_plan
 from origamig.snapshot.document import parse_snapshot
 
-ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "scale.json"
 MODEL, GPUS, CORES, RAM_GB = "H100-80GB", 8, 192, 2048
 SEED_BASE = 12001  # held out: no other benchmark or test draws clusters from these seeds
@@ -187,7 +187,7 @@ def main() -> None:
     doc: dict[str, Any] = {"cells": {}}
     if out.exists() and not args.fresh:
         doc = json.loads(out.read_text())
-    doc["command"] = "python -m benchmarks.scale " + " ".join(
+    doc["command"] = "python -m benchmarks.product.scale " + " ".join(
         f"--{k.replace('_', '-')}" + ("" if v is True else f" {v}")
         for k, v in vars(args).items()
         if v not in (None, False) and k != "out"

@@ -22,11 +22,11 @@ wall-clock; migrations per hour; the simulation's own wall time) with the paper'
 then one row per size; writes benchmarks/results/growth-<scale>.json (cell by cell: a rerun resumes)
 and growth-<scale>.png (fewer PMs than FF, and calls per hour, against PMs).
 
-    python -m benchmarks.growth --quick                        # 128 and 256 PMs, 3 h + 3 h (smoke run)
-    python -m benchmarks.growth --full --sizes 128             # one size, every row
-    nohup python -m benchmarks.growth --full --workers 1 > growth.log 2>&1 &   # 128 ... 4,096 PMs
-    python -m benchmarks.growth --full --scheduler tcp://HOST:8786             # on a Dask cluster
-    python -m benchmarks.growth --full --cells                 # what is done, what is left
+    python -m benchmarks.paper.growth --quick                        # 128 and 256 PMs, 3 h + 3 h (smoke run)
+    python -m benchmarks.paper.growth --full --sizes 128             # one size, every row
+    nohup python -m benchmarks.paper.growth --full --workers 1 > growth.log 2>&1 &   # 128 ... 4,096 PMs
+    python -m benchmarks.paper.growth --full --scheduler tcp://HOST:8786             # on a Dask cluster
+    python -m benchmarks.paper.growth --full --cells                 # what is done, what is left
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Planning cost of the migration executor, and a nightly-size run of its random-case property test.
 
-    python -m benchmarks.executor [--quick | --full] [--vms 64] [--pms 16] [--cases N]
+    python -m benchmarks.product.executor [--quick | --full] [--vms 64] [--pms 16] [--cases N]
 
 Planning cost (target: a plan for 64 VMs on 16 PMs in well under 50 ms). A neighborhood of
 `--pms` PMs (three quarters 2× A100-40GB, one quarter 2× A30-24GB; 80 cores, 512 GB) and `--vms`
@@ -38,11 +38,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterable
-from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks import ROOT
 from benchmarks.publish import write_json
 from origamig.cluster.catalog import default_catalog
 from origamig.cluster.datacenter import DataCenter
@@ -51,8 +51,7 @@ from origamig.judge.replay import replay_plan
 from origamig.plan.executor import Infeasible, plan_migrations
 
 TARGET_MS = 50.0  # well under 50 ms for 64 VMs on 16 PMs
-RESULTS = Path(__file__).parent / "results" / "executor.json"
-ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results" / "executor.json"
 
 
 def neighborhood_pms(n: int) -> list[PmSpec]:

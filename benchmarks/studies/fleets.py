@@ -17,10 +17,10 @@ solver proved optimality, and the neighborhood's PMs, GPUs and VMs — then 60 o
 (`--replay-calls`), spread evenly, are solved again with the paper's setting (HiGHS, 1 thread, 10 s
 wall-clock limit, no node budget).
 
-    python -m benchmarks.fleets --quick --workers 1    # 24 h + 24 h, seeds 1-3; paper fleet at 32 PMs
-    python -m benchmarks.fleets --full --scheduler tcp://HOST:8786   # 48 h + 72 h, 5 seeds, own sizes
-    python -m benchmarks.fleets --replot               # tables and figure again from the stored JSON
-    python -m benchmarks.fleets --quick --fleet my.toml   # the same what-if on your own fleet file
+    python -m benchmarks.studies.fleets --quick --workers 1    # 24 h + 24 h, seeds 1-3; paper fleet at 32 PMs
+    python -m benchmarks.studies.fleets --full --scheduler tcp://HOST:8786   # 48 h + 72 h, 5 seeds, own sizes
+    python -m benchmarks.studies.fleets --replot               # tables and figure again from the stored JSON
+    python -m benchmarks.studies.fleets --quick --fleet my.toml   # the same what-if on your own fleet file
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import RESULTS, sweep_cli
+from benchmarks import RESULTS, ROOT, sweep_cli
 from benchmarks.publish import quantile
 from origamig.sim.fleet import Fleet, load_fleet
 from origamig.sim.workload import HOUR
@@ -41,7 +41,7 @@ from origamig.study import sweep
 from origamig.study.results import runs_document
 from origamig.study.sweep import Cell, Scale, Sweep
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "fleets"
+EXAMPLES = ROOT / "examples" / "fleets"
 FLEET_FILES = ("paper", "h100-8x", "a100-h200-mixed")
 POLICIES = ("ff", "tc", "origamig")
 LOAD = 0.85
@@ -100,7 +100,7 @@ def whatif_document(sw: Sweep, chosen: list[Fleet]) -> dict[str, Any]:
 # --- OrigaMIG's calls on 8-GPU neighborhoods ---------------------------------------------------------
 def record_calls(fleet: Fleet, scale: Scale, seed: int) -> list[dict[str, Any]]:
     """Simulate OrigaMIG on `fleet` as the sweep does and record every call of the measured window."""
-    from benchmarks.solver_replay import neighborhood_document
+    from benchmarks.solver.solver_replay import neighborhood_document
     from origamig.sim.engine import Simulation
     from origamig.sim.scenario import build_pms, requests_for
     from origamig.study.runner import make_run_policy
@@ -148,7 +148,7 @@ def record_calls(fleet: Fleet, scale: Scale, seed: int) -> list[dict[str, Any]]:
 
 def replay_calls(recorded: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Solve every recorded call again with the paper's setting (10 s wall clock, no node budget)."""
-    from benchmarks.solver_replay import solve_once
+    from benchmarks.solver.solver_replay import solve_once
     from origamig.snapshot.document import parse_snapshot
 
     out = []
@@ -174,7 +174,7 @@ def call_study(
 ) -> dict[str, Any]:
     """Per 8-GPU fleet: the recorded calls' sizes and times (`seeds`, default the scale's first), and
     at most `replay_max` of them, spread evenly, solved again at the paper's setting."""
-    from benchmarks.solver_replay import spread
+    from benchmarks.solver.solver_replay import spread
 
     seeds = seeds or scale.seeds[:1]
     out: dict[str, Any] = {}

@@ -1,8 +1,8 @@
 """`solve` on mixed fleets as an operator runs it: the default against `--neighborhood all` and the
 previous release, side by side in one run.
 
-    python -m benchmarks.solve_mixed [--servers 12,40,100,1000] [--seeds 3] [--previous PATH]
-                                     [--all-up-to 40] [--time-limit 10] [--out FILE]
+    python -m benchmarks.product.solve_mixed [--servers 12,40,100,1000] [--seeds 3] [--previous PATH]
+                                             [--all-up-to 40] [--time-limit 10] [--out FILE]
 
 Generated clusters (held out: drawn here only): two thirds of the servers carry 8x H100-80GB
 (192 cores, 2 TB), one third 4x A100-80GB (128 cores, 1 TB) — two models that offer the same
@@ -39,9 +39,10 @@ from typing import Any
 
 from rich.table import Table
 
+from benchmarks import ROOT
 from benchmarks.checkouts import revision, run_command
+from benchmarks.product.solve_admission import first_fit_slots
 from benchmarks.publish import results_file, write_json
-from benchmarks.solve_admission import first_fit_slots
 from origamig.cli.terminal import operator_console
 from origamig.cluster.catalog import default_catalog
 from origamig.cluster.datacenter import DataCenter
@@ -50,7 +51,6 @@ from origamig.judge.objective import evaluate
 from origamig.judge.replay import replay_plan
 from origamig.snapshot.document import Snapshot, parse_snapshot
 
-ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "solve_mixed.json"
 KINDS = (("H100-80GB", 8, 192, 2048), ("H100-80GB", 8, 192, 2048), ("A100-80GB", 4, 128, 1024))
 CORES_PER_COMPUTE, GB_PER_COMPUTE = 3, 32

@@ -8,9 +8,9 @@ and CPU time of each, the termination, the optimum, the start's objective, the L
 gap (LP bound − best objective found). Checks, counted in the table: where both prove their
 optimum, it is the same, and the bound proves "no change" only where the optimum is the start's.
 
-    python -m benchmarks.no_change --quick                 # 32 PMs, 12 h: every call
-    python -m benchmarks.no_change --full                  # 128 PMs, calls in 40–44 h
-    python -m benchmarks.no_change --replay FILE.json      # replay a recorded calls file only
+    python -m benchmarks.solver.no_change --quick                 # 32 PMs, 12 h: every call
+    python -m benchmarks.solver.no_change --full                  # 128 PMs, calls in 40–44 h
+    python -m benchmarks.solver.no_change --replay FILE.json      # replay a recorded calls file only
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from benchmarks import RESULTS
 from benchmarks.publish import publish, quantile, results_file, scale_parser, write_json
-from benchmarks.solver_replay import Setup, record
+from benchmarks.solver.solver_replay import Setup, record
 from origamig.bilp import Limits, build_model, compile_model, no_change_proof, restrict, solve_region
 from origamig.bilp.backends.base import BOUND
 from origamig.bilp.backends.deadline import cpu_seconds
 from origamig.snapshot.document import parse_snapshot
 
-RESULTS = Path(__file__).parent / "results"
 QUICK = Setup(pms=32, load=0.85, seed=1, record_from_h=0.0, horizon_h=12.0, calls=0, record_work_limit=100.0)
 FULL = Setup(pms=128, load=0.85, seed=1, record_from_h=40.0, horizon_h=44.0, calls=0, record_work_limit=100.0)
 LIMITS = Limits(time_limit_s=10.0, threads=1)

@@ -6,8 +6,9 @@ PMs, energy and migrations per hour are scaled from the paper's 128 PMs / 72 h t
 comparison OrigaMIG vs TC (runs with fewer active PMs, migration ratio) and vs FF. Writes
 benchmarks/results/loads-<scale>.json and loads-<scale>.png.
 
-    python -m benchmarks.loads --quick                 # 32 PMs, 24 h + 24 h, loads 0.5/0.75/1.0, 2 seeds
-    python -m benchmarks.loads --full --scheduler tcp://HOST:8786   # 128 PMs, 48 h + 72 h, 6 loads, 5 seeds
+    python -m benchmarks.paper.loads --quick     # 32 PMs, 24 h + 24 h, loads 0.5/0.75/1.0, 2 seeds
+    python -m benchmarks.paper.loads --full --scheduler tcp://HOST:8786
+                                                 # 128 PMs, 48 h + 72 h, 6 loads, 5 seeds
 """
 
 from __future__ import annotations

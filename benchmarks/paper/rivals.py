@@ -1,5 +1,5 @@
 """Table 8's rows for the rivals beyond the paper — Kubernetes DRA, FGD and GRMU — paired by seed with
-the stored FF, MFI, TC and OrigaMIG runs of the loads sweep (benchmarks/loads.py).
+the stored FF, MFI, TC and OrigaMIG runs of the loads sweep (benchmarks/paper/loads.py).
 
 The rivals run here (results in benchmarks/results/rivals-<scale>.json); FF, MFI, TC and OrigaMIG are
 read from benchmarks/results/loads-<scale>.json, where they were computed at the same scale, loads
@@ -8,8 +8,8 @@ metrics must equal the stored ones seed by seed, or the stored runs are of other
 script stops. Prints Table 8 with the new rows and, per rival, OrigaMIG against it paired by seed;
 writes rivals-<scale>.png (active PMs and acceptance per policy).
 
-    python -m benchmarks.rivals --quick          # 32 PMs, 24 h + 24 h, loads 0.5/0.75/1.0, seeds 1–5
-    python -m benchmarks.rivals --full           # 128 PMs, 48 h + 72 h, load 0.85, seeds 1–3
+    python -m benchmarks.paper.rivals --quick          # 32 PMs, 24 h + 24 h, loads 0.5/0.75/1.0, seeds 1–5
+    python -m benchmarks.paper.rivals --full           # 128 PMs, 48 h + 72 h, load 0.85, seeds 1–3
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 
 from benchmarks import RESULTS, sweep_cli
 from benchmarks import paper_values as paper
-from benchmarks.loads import TABLE_KEYS
+from benchmarks.paper.loads import TABLE_KEYS
 from origamig.errors import UserError
 from origamig.study import sweep
 from origamig.study.sweep import Cell, Shown, Sweep
@@ -79,7 +79,9 @@ def paper_runs(scale: sweep.Scale, out: Path) -> list[dict[str, Any]]:
     them, whatever code made them: the quick cells recompute identically, REPRODUCTION.md)."""
     runs = stored_runs("loads", scale, out, any_code=True)
     if not runs:
-        raise UserError(f"no stored loads runs at {scale.describe()}: run python -m benchmarks.loads first")
+        raise UserError(
+            f"no stored loads runs at {scale.describe()}: run python -m benchmarks.paper.loads first"
+        )
     return [r for r in runs if r["policy"] in paper.POLICIES]
 
 
@@ -95,7 +97,7 @@ def check_pairing(sw: Sweep, stored: list[dict[str, Any]]) -> int:
         if here["requests"] != r["requests"] or here["metrics"] != r["metrics"]:
             raise UserError(
                 f"FF at load {r['col']} seed {r['seed']}: this code gives other metrics than the stored "
-                "loads sweep, so its runs are not paired with the rivals'; rerun benchmarks.loads"
+                "loads sweep, so its runs are not paired with the rivals'; rerun benchmarks.paper.loads"
             )
         compared += 1
     return compared

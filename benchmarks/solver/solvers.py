@@ -19,11 +19,11 @@ Prints a line per instance, a table of medians and maxima per family and setting
 reference figures (a prototype of the same form; `--baseline` adds an earlier run, e.g. made at an
 older commit on the same instances), and writes benchmarks/results/solvers.json (or `--out`).
 
-    python -m benchmarks.solvers             # 10 neighborhoods, one data center of 8/16/32 PMs
-    python -m benchmarks.solvers --full      # 20 neighborhoods, three data centers per size, dc48
-    python -m benchmarks.solvers --only neighborhoods --baseline OLD.json
-    python -m benchmarks.solvers --symmetry  # also the model with symmetry-breaking rows
-    python -m benchmarks.solvers --settings highs-1,cpsat-2 --limit 60   # some settings, longer limit
+    python -m benchmarks.solver.solvers             # 10 neighborhoods, one data center of 8/16/32 PMs
+    python -m benchmarks.solver.solvers --full      # 20 neighborhoods, three data centers per size, dc48
+    python -m benchmarks.solver.solvers --only neighborhoods --baseline OLD.json
+    python -m benchmarks.solver.solvers --symmetry  # also the model with symmetry-breaking rows
+    python -m benchmarks.solver.solvers --settings highs-1,cpsat-2 --limit 60   # some settings, longer limit
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import statistics
 import time
 from pathlib import Path
 
+from benchmarks import ROOT
 from benchmarks.publish import results_file, write_json
 from origamig.bilp import Limits, build_model, compile_model, decode, no_change_proof, restrict
 from origamig.bilp.backends.base import get_backend
@@ -57,7 +58,7 @@ SETTINGS = tuple(
     for threads in (1, 2)
     if solver != "portfolio" or threads > 1
 )
-RESULTS = Path(__file__).parent / "results" / "solvers.json"
+RESULTS = ROOT / "benchmarks" / "results" / "solvers.json"
 A100 = default_catalog().gpu("A100-40GB")
 # A throw-away prototype of the same configuration form on instances of the same recipe (5 of them,
 # 47–55 VMs), HiGHS with the current placement as MIP start, 2-core machine: median / max to proof.

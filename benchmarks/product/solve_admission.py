@@ -1,6 +1,6 @@
 """Does the default `solve` admit every pending VM that fits, with a plan valid at every step, fast?
 
-    python -m benchmarks.solve_admission [--servers 12,40,100,1000] [--seeds 3] [--solver highs]
+    python -m benchmarks.product.solve_admission [--servers 12,40,100,1000] [--seeds 3] [--solver highs]
 
 Held-out clusters, generated here and used nowhere else: two thirds of the servers carry 8x
 H100-80GB (192 cores, 2 TB), one third 4x A100-80GB (128 cores, 1 TB). Running VMs, 3 cores and 32 GB
@@ -27,11 +27,11 @@ import random
 import resource
 import statistics
 import time
-from pathlib import Path
 from typing import Any
 
 from rich.table import Table
 
+from benchmarks import ROOT
 from origamig.bilp.backends.base import make_limits
 from origamig.call.solve import solve_snapshot
 from origamig.cli.terminal import operator_console
@@ -42,7 +42,7 @@ from origamig.cluster.records import GiSlot, Placement, PmSpec, VmSpec, cores_to
 from origamig.judge.replay import replay_plan
 from origamig.snapshot.document import parse_snapshot
 
-RESULTS = Path(__file__).resolve().parent / "results" / "solve_admission.json"
+RESULTS = ROOT / "benchmarks" / "results" / "solve_admission.json"
 KINDS = (("H100-80GB", 8, 192, 2048), ("H100-80GB", 8, 192, 2048), ("A100-80GB", 4, 128, 1024))
 CORES_PER_COMPUTE, GB_PER_COMPUTE = 3, 32
 PENDING = 8

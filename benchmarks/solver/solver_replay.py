@@ -10,11 +10,11 @@ limit; when a solve runs past 1 s (2 s), it is solved again with a 1 s (2 s) lim
 objective reached by then. Per setting: median and p95 wall time of the 10 s solve, share proved
 optimal, and the share of calls at the best objective any setting found, at 1, 2 and 10 s.
 
-    python -m benchmarks.solver_replay --quick                 # 32 PMs, 12 of the calls in 24–48 h
-    python -m benchmarks.solver_replay --full                  # 128 PMs, 60 of the calls in 40–56 h
-    python -m benchmarks.solver_replay --full --record-only    # record the calls only (then --replay)
-    python -m benchmarks.solver_replay --replay FILE.json      # replay a recorded file only
-    python -m benchmarks.solver_replay --replay FILE.json --settings highs-1,cpsat-2   # some settings
+    python -m benchmarks.solver.solver_replay --quick                 # 32 PMs, 12 of the calls in 24–48 h
+    python -m benchmarks.solver.solver_replay --full                  # 128 PMs, 60 of the calls in 40–56 h
+    python -m benchmarks.solver.solver_replay --full --record-only    # record the calls only (then --replay)
+    python -m benchmarks.solver.solver_replay --replay FILE.json      # replay a recorded file only
+    python -m benchmarks.solver.solver_replay --replay FILE.json --settings highs-1,cpsat-2   # some settings
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks import RESULTS
 from benchmarks.paper_values import TABLE10, TABLE12_CALL_MEDIAN_S
 from benchmarks.publish import publish, quantile, results_file, scale_parser, write_json
 from origamig.bilp import Limits, build_model, compile_model, restrict, solve_region
@@ -47,7 +48,6 @@ from origamig.sim.workload import HOUR
 from origamig.snapshot.document import parse_snapshot
 from origamig.solver_registry import backend_names
 
-RESULTS = Path(__file__).parent / "results"
 SETTINGS = tuple((solver, threads) for solver in backend_names() for threads in (1, 2))
 CHECKPOINTS_S = (1.0, 2.0, 10.0)
 EPS = 1e-6

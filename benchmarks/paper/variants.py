@@ -7,8 +7,8 @@ points). Prints one table of gains next to the values the paper's §6.5 text giv
 variants in which OrigaMIG keeps fewer PMs active than TC (paper: 7 of 11), and writes
 benchmarks/results/variants-<scale>.json and variants-<scale>.png.
 
-    python -m benchmarks.variants --quick        # 32 PMs, 24 h + 24 h, 1 seed; vms row on 2 variants
-    python -m benchmarks.variants --full --scheduler tcp://HOST:8786   # 128 PMs, 48 h + 72 h, 3 seeds
+    python -m benchmarks.paper.variants --quick        # 32 PMs, 24 h + 24 h, 1 seed; vms row on 2 variants
+    python -m benchmarks.paper.variants --full --scheduler tcp://HOST:8786   # 128 PMs, 48 h + 72 h, 3 seeds
 """
 
 from __future__ import annotations

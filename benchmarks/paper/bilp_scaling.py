@@ -11,8 +11,8 @@ current placement with the §6.1 weights and a per-solve time limit. Three sweep
 Each point: median of the seeds with min/max, model size (columns, rows, nonzeros), and the median
 final gap where most solves hit the limit.
 
-    python -m benchmarks.bilp_scaling --quick   # smaller sizes, 3 seeds, 20 s limit
-    python -m benchmarks.bilp_scaling --full    # the paper's sizes, 3 seeds, 20 min limit
+    python -m benchmarks.paper.bilp_scaling --quick   # smaller sizes, 3 seeds, 20 s limit
+    python -m benchmarks.paper.bilp_scaling --full    # the paper's sizes, 3 seeds, 20 min limit
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks import RESULTS
 from benchmarks.paper_values import (
     FIG3_TIME_LIMIT_S,
     FIG3A_RATIOS,
@@ -46,7 +47,6 @@ from origamig.policies.opt import solve_opt
 from origamig.sim.workload import vm_for
 from origamig.solver_registry import backend_names
 
-RESULTS = Path(__file__).parent / "results"
 SLICES_PER_PM = 16  # two A100 40GB
 FIXED_VMS = 64  # Fig. 3(a), solid line
 FIXED_PMS = 32  # Fig. 3(b)

@@ -9,8 +9,8 @@ placements are compared in Eq. (5): extra active PMs of OrigaMIG relative to OPT
 gap (OPT − OrigaMIG)/OPT. Runtimes: every OrigaMIG call of the run, every OPT solve (build +
 compile + solve). M_max = 8 and 4 give the other points of Fig. 8(a).
 
-    python -m benchmarks.optimality_gap --quick   # 8/16/32 PMs (M_max 16; 8, 4 at 8/16), 1 seed, every 8 h
-    python -m benchmarks.optimality_gap --full    # 8/16/32 PMs, 3 seeds, every 4 h, OPT limit 2 h
+    python -m benchmarks.paper.optimality_gap --quick # 8/16/32 PMs (M_max 16; 8, 4 at 8/16), 1 seed, each 8 h
+    python -m benchmarks.paper.optimality_gap --full  # 8/16/32 PMs, 3 seeds, every 4 h, OPT limit 2 h
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks import RESULTS
 from benchmarks.paper_values import (
     CALL_TIME_LIMIT_S,
     FIG8A_EXTRA_ACTIVE_PMS_PCT,
@@ -54,7 +55,6 @@ from origamig.sim.workload import HOUR
 from origamig.solver_registry import backend_names
 from origamig.study.runner import run_tasks
 
-RESULTS = Path(__file__).parent / "results"
 PAPER_POINTS = tuple(FIG8A_EXTRA_ACTIVE_PMS_PCT)  # the (PMs, M_max) pairs of Fig. 8(a)
 
 

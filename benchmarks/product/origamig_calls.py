@@ -6,8 +6,8 @@ Builds data centers of the paper's shape (3/4 of PMs with 2x A100-40GB, 1/4 with
 `select_consolidation` (target: < 5 ms on 1,024 PMs) and a full call: select + build + compile +
 solve + decode + plan (medians).
 
-    python -m benchmarks.origamig_calls --quick      # 256 and 1,024 PMs, 3 calls
-    python -m benchmarks.origamig_calls --full       # up to 4,096 PMs, 9 calls
+    python -m benchmarks.product.origamig_calls --quick      # 256 and 1,024 PMs, 3 calls
+    python -m benchmarks.product.origamig_calls --full       # up to 4,096 PMs, 9 calls
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import random
 import statistics
 import sys
 import time
-from pathlib import Path
 
 from rich.table import Table
 
+from benchmarks import RESULTS
 from origamig.bilp import Limits
 from origamig.call.neighborhood import Bounds, select_admission, select_consolidation
 from origamig.cli.terminal import operator_console
@@ -32,8 +32,6 @@ from origamig.policies.arrival_rule import first_fit
 from origamig.policies.base import Rejection
 from origamig.policies.optimizer.policy import PHASES, run_call
 from origamig.solver_registry import backend_names
-
-RESULTS = Path(__file__).parent / "results"
 
 
 def build(n_pms: int, seed: int) -> DataCenter:

@@ -1,6 +1,6 @@
 """What an operator's `origamig solve` costs beyond the solver: process wall time minus solver time.
 
-Five fragmented 16-PM neighborhoods (the generator of `benchmarks/solvers.py`, seed 1; `--pms N`:
+Five fragmented 16-PM neighborhoods (the generator of `benchmarks/solver/solvers.py`, seed 1; `--pms N`:
 fragmented N-PM data centers of the same recipe, seed 7) are written as snapshot files and each is
 solved by a fresh process, as an operator runs it:
 
@@ -16,9 +16,9 @@ The processes run as on an installed package, with the bytecode of every module 
 run per version first writes it (even where `PYTHONDONTWRITEBYTECODE` is set, which would otherwise
 make every timed run compile the package's sources again).
 
-    python -m benchmarks.solve_process                                  # this checkout, 3 repeats
-    python -m benchmarks.solve_process --versions old=/tmp/old,new=.   # side by side
-    python -m benchmarks.solve_process --pms 48 --instances 3          # larger snapshots
+    python -m benchmarks.product.solve_process                                  # this checkout, 3 repeats
+    python -m benchmarks.product.solve_process --versions old=/tmp/old,new=.   # side by side
+    python -m benchmarks.product.solve_process --pms 48 --instances 3          # larger snapshots
 
 Prints a table and writes benchmarks/results/solve_process.json.
 """
@@ -34,13 +34,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from benchmarks import ROOT
 from benchmarks.checkouts import revision, run_command
 from benchmarks.publish import results_file, write_json
-from benchmarks.solvers import fragmented, neighborhoods
+from benchmarks.solver.solvers import fragmented, neighborhoods
 from origamig.cluster.datacenter import DataCenter
 from origamig.snapshot.document import placement_json
 
-ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "solve_process.json"
 COMMAND = ["solve", "--neighborhood", "all", "--time-limit", "10", "--json"]
 
@@ -64,7 +64,7 @@ def snapshot_of(dc: DataCenter) -> dict[str, Any]:
 
 
 def instances(n_pms: int, count: int) -> list[DataCenter]:
-    """The 16-PM neighborhoods of `benchmarks/solvers.py`, or `count` fragmented `n_pms`-PM ones."""
+    """The 16-PM neighborhoods of `benchmarks/solver/solvers.py`, or `count` fragmented `n_pms`-PM ones."""
     if n_pms == 16:
         return neighborhoods(1, count)
     rng = random.Random(7)

@@ -1,0 +1,1 @@
+"""Simulation sweeps beyond the paper: OrigaMIG's variants and what-ifs on the example fleets."""
