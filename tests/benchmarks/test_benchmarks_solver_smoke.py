@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import pattern_bound
 from benchmarks.paper import bilp_scaling, optimality_gap
 from benchmarks.solver import no_change, solver_replay, solvers
 from origamig.bilp import solve_region
@@ -272,24 +271,6 @@ def test_no_change_replay_compares_both_versions(tmp_path: Path) -> None:
     assert (tmp_path / "no_change.png").stat().st_size > 10_000
 
 
-def test_pattern_bound_benchmark_reads_bounds_against_the_mip(tmp_path: Path) -> None:
-    dc, nb = _fragment()  # a pending VM that fits: the optimum admits it
-    call = {"t_s": 0.0, "kind": nb.kind, "snapshot": solver_replay.neighborhood_document(dc, nb, Weights())}
-    row = pattern_bound.measure(call, smoothing=0.9, cold=True)
-    assert row["mip_proved"] and row["converged"]
-    assert abs(row["cold_bound"] - row["pattern_bound"]) <= 1e-5 * max(1.0, abs(row["mip"]))
-    assert -1e-6 <= row["pattern_gap"] <= row["lp_gap"] + 1e-6  # between the optimum and the LP bound
-    assert row["start"] < row["mip"]
-    calls = tmp_path / "calls.json"
-    calls.write_text(json.dumps({"calls": [call, {**call, "t_s": 1.0}]}))
-    out = tmp_path / "pattern_bound.json"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("sys.argv", ["pattern_bound", "--calls", str(calls), "--out", str(out), "--cold"])
-        pattern_bound.main()
-    doc = json.loads(out.read_text())
-    assert doc["summary"]["calls"] == 2 and len(doc["rows"]) == 2
-
-
 def test_benchmark_cpu_time_counts_the_solver_helper_process() -> None:
     """A solve runs in a helper process: its CPU time must show in the benchmarks' CPU readings."""
     import random
@@ -326,41 +307,6 @@ def _helpers_cpu_s(pids: list[int]) -> float:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         total += int(fields[11]) + int(fields[12])  # utime, stime: fields 14 and 15 of stat(5)
     return total / tick
-
-
-def test_root_gap_split_sums_to_the_gap_and_the_lp_bounds_the_mip() -> None:
-    """`benchmarks/root_gap.py`: the LP optimum is at least the MIP's, and the families add up to it."""
-    import json
-    from pathlib import Path
-
-    from benchmarks import root_gap
-
-    calls = json.loads((Path(root_gap.ROOT) / "results" / "solver_replay_calls.json").read_text())["calls"]
-    row = root_gap.split(calls[0])
-    assert row["mip_proved"] and row["gap"] >= -1e-6
-    assert sum(row["by_family"].values()) == pytest.approx(row["gap"], abs=1e-6)
-    assert row["lp"] >= row["mip"] >= row["start"] - 1e-6
-    assert 0 <= row["fixable_at_optimum"] <= row["binaries"] > 0
-
-
-def test_call_profile_reads_highs_timing_and_its_parts_fit_the_total(tmp_path) -> None:
-    """`benchmarks/call_profile.py`: the timing HiGHS logs for a real call is found and consistent."""
-    import json
-    from pathlib import Path
-
-    from benchmarks import call_profile
-
-    calls = json.loads((Path(call_profile.ROOT) / "results" / "solver_replay_calls.json").read_text())[
-        "calls"
-    ]
-    busiest = max(range(len(calls)), key=lambda i: len(calls[i]["snapshot"]["vms"]))
-    row = call_profile.profile(calls[busiest], tmp_path, busiest)
-    assert row["total_s"] > 0 and row["nodes"] >= 1 and row["lp_iterations"] > 0
-    parts = sum(row[p] for p in call_profile.PARTS)
-    assert parts <= row["total_s"] + 0.02  # presolve + solve, each main MIP + sub-MIPs, within the total
-    assert row["lp_iterations_separation"] + row["lp_iterations_heuristics"] <= row["lp_iterations"]
-    assert parts > 0
-    assert set(call_profile.parse_timing("no timing block").values()) == {0.0}  # zeros, not an error
 
 
 def test_solve_mixed_runs_this_checkout_and_judges_each_plan(

@@ -129,7 +129,8 @@ def test_deterministic_limits_never_enforce_the_wall_clock():
 @given(seed=st.integers(0, 10**6), n_pms=st.integers(2, 6))
 def test_a_call_proved_within_its_node_budget_is_the_same_with_a_larger_one(seed: int, n_pms: int) -> None:
     """HiGHS is deterministic and its node limit only ends the search: a call proved within 100
-    nodes comes back with the very same answer from 1,000 (benchmarks/node_budget.py on real calls)."""
+    nodes comes back with the very same answer from 1,000 (on real calls:
+    benchmarks/results/node_budget.json)."""
     dc = fragmented(random.Random(seed), n_pms, 8 * n_pms, 3)
     answers = [
         solve_region(
