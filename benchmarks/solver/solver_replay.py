@@ -35,7 +35,6 @@ from benchmarks.publish import publish, quantile, results_file, scale_parser, wr
 from origamig.bilp import Limits, build_model, compile_model, restrict, solve_region
 from origamig.bilp.backends.deadline import cpu_seconds
 from origamig.bilp.compile import Compiled
-from origamig.bilp.model import BilpModel
 from origamig.call.neighborhood import Neighborhood
 from origamig.cluster.catalog import default_catalog
 from origamig.cluster.datacenter import DataCenter
@@ -182,23 +181,11 @@ def solve_once(dc: DataCenter, pending: list[str], weights: Weights, solver: str
     )
 
 
-def snapshot_models(doc: dict[str, Any]) -> tuple[BilpModel, Compiled]:
-    """The model of a whole snapshot document (all its PMs, its pending VMs, its weights) and its
-    compiled form; keep the model while the compiled columns' variables are read."""
+def snapshot_model(doc: dict[str, Any]) -> Compiled:
+    """The compiled model of a whole snapshot document (all its PMs, its pending VMs, its weights)."""
     snap = parse_snapshot(doc)
     dc = snap.datacenter()
-    model = build_model(restrict(dc, range(len(dc.pms)), snap.pending), snap.weights)
-    return model, compile_model(model)
-
-
-def snapshot_model(doc: dict[str, Any]) -> Compiled:
-    """The compiled model of a whole snapshot document."""
-    return snapshot_models(doc)[1]
-
-
-def recorded_call_model(call: dict[str, Any]) -> Compiled:
-    """The compiled model of one recorded call (its snapshot's PMs, pending VMs and weights)."""
-    return snapshot_model(call["snapshot"])
+    return compile_model(build_model(restrict(dc, range(len(dc.pms)), snap.pending), snap.weights))
 
 
 def replay_call(
