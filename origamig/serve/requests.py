@@ -39,8 +39,7 @@ class EntryContext:
 
     @classmethod
     def of(cls, snap: Snapshot) -> EntryContext:
-        present = {g.name: g for pm in snap.pms for g in pm.gpus}  # first appearance kept
-        return cls(tuple(present.values()), default_catalog().with_gpus(snap.gpu_models))
+        return cls(snap.present_models, default_catalog().with_gpus(snap.gpu_models))
 
 
 def most_gis(pms: Sequence[PmSpec]) -> int:

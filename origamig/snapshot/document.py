@@ -66,6 +66,16 @@ class Snapshot:
     intra_pm_moves: bool = True  # the platform can move a VM between GIs of one PM
 
     @property
+    def present_models(self) -> tuple[GpuModel, ...]:
+        """The GPU models on the PMs, in order of first appearance (as the reader found them: a
+        profile name without a model is looked up among these first)."""
+        present: dict[str, GpuModel] = {}
+        for pm in self.pms:
+            for g in pm.gpus:
+                present.setdefault(g.name, g)
+        return tuple(present.values())
+
+    @property
     def pending(self) -> list[str]:
         """Pending VM ids in file order (oldest first)."""
         return [v for v in self.vms if v not in self.placement]

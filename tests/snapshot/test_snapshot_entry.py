@@ -50,8 +50,7 @@ def entries(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def present_models(base: dict[str, Any]) -> tuple[list[Any], Any]:
     snap = parse_snapshot(base)
-    present = {g.name: g for pm in snap.pms for g in pm.gpus}
-    return list(present.values()), CATALOG.with_gpus(snap.gpu_models)
+    return list(snap.present_models), CATALOG.with_gpus(snap.gpu_models)
 
 
 @settings(max_examples=examples(300), deadline=None)
