@@ -105,10 +105,10 @@ SHOW = (
 
 def analyse(sw: Sweep, rows: tuple[str, ...]) -> dict[str, Any]:
     col = f"{LOAD:g}"
-    base = sw.metric("origamig", col, "active_pms")["mean"]
+    base = sw.metric("origamig", col, "active_pms").mean
     out = {}
     for r in rows:
-        m = sw.metric(r, col, "active_pms")["mean"]
+        m = sw.metric(r, col, "active_pms").mean
         out[r] = {
             "active_pms_vs_origamig_pct": 100 * (m - base) / base if m is not None and base else None,
             "pms_reduction_vs_ff_pct": sw.reduction_pct(r, "ff", col),
@@ -156,8 +156,9 @@ def draw(sw: Sweep, rows: tuple[str, ...], out_dir: Path = RESULTS) -> Path:
     for ax, (key, label, pkey, pfactor) in zip(axes[0], panels, strict=True):
         factor = paper.PAPER_PMS / sw.scale.pms if key == "migrations_per_hour" else 1.0
         stats = [sw.metric(r, col, key) for r in rows]
-        vals = [(s["mean"] or 0) * factor for s in stats]
-        errs = sweep.errbars([s if s["mean"] is not None else {"mean": 0.0} for s in stats], factor)
+        vals = [(s.mean or 0) * factor for s in stats]
+        zero = sweep.MeanCi(0.0, None, 0, ())  # an empty row keeps its place among the bars
+        errs = sweep.errbars([s if s.mean is not None else zero for s in stats], factor)
         ax.barh(ys, vals, xerr=errs, color=sweep.POLICY_COLORS["origamig"], alpha=0.8, label="ours")
         ax.scatter([paper.TABLE11[r][pkey] * pfactor for r in rows], ys, marker="D", facecolors="white",
                    edgecolors="black", zorder=3, label="paper (Table 11)")  # fmt: skip

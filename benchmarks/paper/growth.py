@@ -127,7 +127,7 @@ def label(row: str, names: Sequence[str], pms: int) -> str:
 
 
 def value(sw: Sweep, row: str, col: str, key: str) -> float | None:
-    return sw.metric(row, col, key)["mean"]
+    return sw.metric(row, col, key).mean
 
 
 def run_of(sw: Sweep, row: str, col: str) -> dict[str, Any] | None:
@@ -153,8 +153,8 @@ def analyse(sw: Sweep, sizes: Sequence[int], names: Sequence[str] = NAMES) -> di
                 else None,
                 "active_pms": value(sw, row, col, "active_pms"),
                 "active_pms_pct": value(sw, row, col, "active_pms_pct"),
-                "fewer_pms_than_ff_pct": sw.reduction_pct(row, "ff", col)["mean"] if row != "ff" else None,
-                "fewer_pms_than_tc_pct": sw.reduction_pct(row, "tc", col)["mean"]
+                "fewer_pms_than_ff_pct": sw.reduction_pct(row, "ff", col).mean if row != "ff" else None,
+                "fewer_pms_than_tc_pct": sw.reduction_pct(row, "tc", col).mean
                 if row not in ("ff", "tc")
                 else None,
                 "acceptance_pct": _pct(value(sw, row, col, "acceptance")),

@@ -57,8 +57,8 @@ def analyse(sw: Sweep, loads: tuple[float, ...]) -> dict[str, Any]:
         w = sum(1 for _, a, b in pairs if a < b)
         wins, total = wins + w, total + len(pairs)
         margins += [100 * (b - a) / b for _, a, b in pairs if b]
-        mo = sw.metric("origamig", col, "migrations_per_hour")["mean"]
-        mt = sw.metric("tc", col, "migrations_per_hour")["mean"]
+        mo = sw.metric("origamig", col, "migrations_per_hour").mean
+        mt = sw.metric("tc", col, "migrations_per_hour").mean
         served = sw.paired("origamig", "tc", col, "pms_per_100_gpus_served")
         per_load[col] = {
             "origamig_fewer_pms_than_tc": [w, len(pairs)],
@@ -76,7 +76,7 @@ def analyse(sw: Sweep, loads: tuple[float, ...]) -> dict[str, Any]:
     high = [c for c, x in zip(cols, loads, strict=True) if x >= HIGH_LOAD]
     admit_more = {
         p: all(
-            (sw.metric(p, c, "acceptance")["mean"] or 0) > (sw.metric("ff", c, "acceptance")["mean"] or 0)
+            (sw.metric(p, c, "acceptance").mean or 0) > (sw.metric("ff", c, "acceptance").mean or 0)
             for c in high
         )
         for p in ("tc", "origamig")
@@ -169,8 +169,8 @@ def draw(sw: Sweep, loads: tuple[float, ...], out_dir: Path = RESULTS) -> Path:
     for ax, (key, label, factor, paper_key, paper_factor) in zip(axes.flat, panels, strict=True):
         for p in paper.POLICIES:
             stats = [sw.metric(p, f"{x:g}", key) for x in loads]
-            xs = [x + offsets[p] for x, s in zip(loads, stats, strict=True) if s["mean"] is not None]
-            ys = [s["mean"] * factor for s in stats if s["mean"] is not None]
+            xs = [x + offsets[p] for x, s in zip(loads, stats, strict=True) if s.mean is not None]
+            ys = [s.mean * factor for s in stats if s.mean is not None]
             es = sweep.errbars(stats, factor)
             ax.errorbar(xs, ys, yerr=es, marker="o", ms=4, capsize=3, color=sweep.POLICY_COLORS[p],
                         label=f"{sweep.POLICY_LABELS[p]} (ours)")  # fmt: skip

@@ -59,15 +59,15 @@ def analyse(sw: Sweep, rows: tuple[str, ...]) -> dict[str, Any]:
     # Fig. 6's finding: for each TC period, some δ gives both fewer migrations and fewer active PMs.
     dominated = {}
     for t in (r for r in rows if r.startswith("tc-")):
-        tm, tr = per[t]["migrations_per_hour"]["mean"], per[t]["pms_reduction_vs_ff_pct"]["mean"]
+        tm, tr = per[t]["migrations_per_hour"].mean, per[t]["pms_reduction_vs_ff_pct"].mean
         dominated[t] = [
             d
             for d in rows
             if d.startswith("delta-")
-            and per[d]["migrations_per_hour"]["mean"] is not None
+            and per[d]["migrations_per_hour"].mean is not None
             and tm is not None
-            and per[d]["migrations_per_hour"]["mean"] < tm
-            and (per[d]["pms_reduction_vs_ff_pct"]["mean"] or -1e9) > (tr if tr is not None else 1e9)
+            and per[d]["migrations_per_hour"].mean < tm
+            and (per[d]["pms_reduction_vs_ff_pct"].mean or -1e9) > (tr if tr is not None else 1e9)
         ]
     return {"per_row": per, "deltas_dominating_tc": dominated}
 
@@ -128,8 +128,8 @@ def draw(sw: Sweep, rows: tuple[str, ...], findings: dict[str, Any], out_dir: Pa
     for group, color in (("delta-", sweep.POLICY_COLORS["origamig"]), ("tc-", sweep.POLICY_COLORS["tc"])):
         name = "OrigaMIG" if group == "delta-" else "TC"
         mine = [r for r in rows if r.startswith(group)]
-        xs = [max(per[r]["migrations_per_hour"]["mean"] or 0, 0) * factor for r in mine]
-        ys = [per[r]["pms_reduction_vs_ff_pct"]["mean"] for r in mine]
+        xs = [max(per[r]["migrations_per_hour"].mean or 0, 0) * factor for r in mine]
+        ys = [per[r]["pms_reduction_vs_ff_pct"].mean for r in mine]
         red = [per[r]["pms_reduction_vs_ff_pct"] for r in mine]
         ok = [i for i, y in enumerate(ys) if y is not None]
         ax.errorbar(

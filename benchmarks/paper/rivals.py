@@ -121,7 +121,7 @@ def analyse(sw: Sweep, loads: tuple[float, ...]) -> dict[str, Any]:
                 "rival_pms_reduction_vs_tc_pct": sw.reduction_pct(rival, "tc", col),
                 "rival_acceptance_gain_vs_ff_pp": sw.gain(rival, "ff", col, "acceptance", 100),
                 "migrations_per_hour": {
-                    p: sw.metric(p, col, "migrations_per_hour")["mean"] for p in (rival, "origamig", "tc")
+                    p: sw.metric(p, col, "migrations_per_hour").mean for p in (rival, "origamig", "tc")
                 },
             }
         out[col] = per
@@ -185,7 +185,7 @@ def draw(sw: Sweep, loads: tuple[float, ...], out_dir: Path) -> Path:
         for n, p in enumerate(policies):
             stats = [stat(p, f"{x:g}") for x in loads]
             xs = [i + (n - (len(policies) - 1) / 2) * width for i in range(len(loads))]
-            ys = [(s["mean"] or 0.0) * factor for s in stats]
+            ys = [(s.mean or 0.0) * factor for s in stats]
             errs = sweep.errbars(stats, factor)
             ax.bar(xs, ys, width, yerr=errs, color=COLORS[p], label=LABELS[p], capsize=2)
         ax.set_xticks(range(len(loads)), [f"ρ = {x:g}" for x in loads])

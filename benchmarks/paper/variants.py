@@ -78,7 +78,7 @@ def analyse(sw: Sweep, variants: tuple[str, ...]) -> dict[str, Any]:
             "acceptance_gain_vs_ff_pp": {r: sw.gain(r, "ff", v, "acceptance", 100) for r in rows},
             "migrations_per_hour": {r: sw.metric(r, v, "migrations_per_hour") for r in rows},
         }
-        o, t = sw.metric("origamig", v, "active_pms")["mean"], sw.metric("tc", v, "active_pms")["mean"]
+        o, t = sw.metric("origamig", v, "active_pms").mean, sw.metric("tc", v, "active_pms").mean
         if v != "default" and o is not None and t is not None:
             counted += 1
             beats += o < t
@@ -88,7 +88,7 @@ def analyse(sw: Sweep, variants: tuple[str, ...]) -> dict[str, Any]:
 def print_table(sw: Sweep, variants: tuple[str, ...], findings: dict[str, Any]) -> None:
     per = findings["per_variant"]
 
-    def with_paper(stats: dict[str, Any], v: str, row: str, key: str, digits: int = 1) -> str:
+    def with_paper(stats: sweep.MeanCi, v: str, row: str, key: str, digits: int = 1) -> str:
         text = sweep.fmt(stats, 1, digits)
         ref = paper.VARIANT_GAINS.get(v, {}).get(row, {}).get(key)
         return text + (f" ({ref:g})" if ref is not None else "")
@@ -147,9 +147,9 @@ def draw(sw: Sweep, variants: tuple[str, ...], findings: dict[str, Any], out_dir
             for i, v in enumerate(variants):
                 stats = per[v][key].get(r)
                 x = i + (n - 1.5) * width
-                if stats and stats["mean"] is not None:
+                if stats and stats.mean is not None:
                     xs.append(x)
-                    ys.append(stats["mean"])
+                    ys.append(stats.mean)
                     stats_list.append(stats)
                 ref = paper.VARIANT_GAINS.get(v, {}).get(r, {}).get(paper_key)
                 if ref is not None:

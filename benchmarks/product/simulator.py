@@ -115,16 +115,17 @@ def fidelity(seeds: int) -> list[dict[str, Any]]:
         for metric in ("acceptance", "active_pms", "energy_mwh"):
             stats = mean_ci(r.metrics[metric] for r in results)
             ref = READING_FF[load][metric]
+            assert stats.mean is not None and stats.ci95 is not None  # every run has these metrics
             out.append(
                 {
                     "load": load,
                     "metric": metric,
-                    "mean": stats["mean"],
-                    "ci95": stats["ci95"],
-                    "sd": statistics.stdev(stats["values"]) if seeds > 1 else 0.0,
+                    "mean": stats.mean,
+                    "ci95": stats.ci95,
+                    "sd": statistics.stdev(stats.values) if seeds > 1 else 0.0,
                     "reading_100_seeds": ref,
                     "paper": PAPER_FF[load][metric],
-                    "reading_inside_ci": abs(stats["mean"] - ref) <= stats["ci95"],
+                    "reading_inside_ci": abs(stats.mean - ref) <= stats.ci95,
                 }
             )
     return out

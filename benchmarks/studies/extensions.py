@@ -180,7 +180,7 @@ def draw(sw: Sweep, rows: tuple[str, ...], col: str, findings: dict[str, Any], o
         shown = sweep.SHOWN_BY_KEY[key]
         stats = [sw.metric(r, col, key) for r in rows]
         colors = [sweep.POLICY_COLORS.get(r, sweep.OURS_COLOR) for r in rows]
-        ax.barh(ys, [s["mean"] or 0.0 for s in stats], color=colors, alpha=0.5)
+        ax.barh(ys, [s.mean or 0.0 for s in stats], color=colors, alpha=0.5)
         for y, r in zip(ys, rows, strict=True):
             seeds = sw.by_seed(r, col, key)
             ax.scatter(list(seeds.values()), [y] * len(seeds), s=14, color="black", zorder=3)

@@ -11,13 +11,18 @@ from rich.table import Table
 
 from origamig.errors import UserError, require_extra
 from origamig.sim.workload import HOUR
-from origamig.study.aggregate import setup_labels
+from origamig.study.aggregate import MeanCi, setup_labels
 from origamig.study.spread import ERRBAR_NOTE, SPREAD_NOTE, errbar, spread_text
 
 
-def format_stat(stats: dict[str, Any], scale: float = 1.0, digits: int = 1) -> str:
+def format_stat(stats: MeanCi, scale: float = 1.0, digits: int = 1) -> str:
     """`mean±ci` from 3 seeds, `mean (min–max)` for 2, the mean for 1, `–` when undefined."""
     return spread_text(stats, scale, digits, sep="±")
+
+
+def stat(row: dict[str, Any], metric: str) -> MeanCi:
+    """The summary of `metric` in a `summary` or `paired` row of a results document."""
+    return MeanCi.from_json(row["metrics"][metric])
 
 
 # (column, metric, scale, digits)
@@ -48,7 +53,7 @@ def summary_table(doc: dict[str, Any]) -> Table:
         head += f"\n{r['fleet']}" if r.get("fleet") else ""
         table.add_column(head + (f"\n{r['variant']}" if len(variants) > 1 else ""), justify="right")
     for label, metric, scale, digits in COLUMNS:
-        table.add_row(label, *(format_stat(r["metrics"][metric], scale, digits) for r in rows))
+        table.add_row(label, *(format_stat(stat(r, metric), scale, digits) for r in rows))
     return table
 
 
@@ -75,7 +80,7 @@ def markdown(doc: dict[str, Any]) -> str:
     for row in summary:
         cells = [row["variant"], f"{row['load']:g}", pms_text(row), *([labels[id(row)]] if extra else [])]
         cells += [row["policy"], str(len(row["seeds"]))]
-        cells += [format_stat(row["metrics"][m], scale, digits) for _, m, scale, digits in COLUMNS]
+        cells += [format_stat(stat(row, m), scale, digits) for _, m, scale, digits in COLUMNS]
         lines.append("| " + " | ".join(cells) + " |")
     if doc["paired"]:
         pairs = sorted(doc["paired"], key=_row_order)
@@ -87,8 +92,8 @@ def markdown(doc: dict[str, Any]) -> str:
         phead += ["Δ accept (pp)", "Δ active PMs", "lower PMs", "Δ energy MWh"]
         lines += ["| " + " | ".join(phead) + " |", "|" + "---|" * len(phead)]
         for row in pairs:
-            m = row["metrics"]
-            wins = f"{m['active_pms']['wins']}/{m['active_pms']['n']}"
+            pms = stat(row, "active_pms")
+            wins = f"{row['metrics']['active_pms']['wins']}/{pms.n}"
             cells = [
                 row["variant"],
                 f"{row['load']:g}",
@@ -97,10 +102,10 @@ def markdown(doc: dict[str, Any]) -> str:
             ]
             cells += [
                 row["policy"],
-                format_stat(m["acceptance"], 100, 1),
-                format_stat(m["active_pms"], 1, 1),
+                format_stat(stat(row, "acceptance"), 100, 1),
+                format_stat(pms, 1, 1),
                 wins,
-                format_stat(m["energy_mwh"], 1, 2),
+                format_stat(stat(row, "energy_mwh"), 1, 2),
             ]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
@@ -139,16 +144,16 @@ def draw(doc: dict[str, Any], png: Path, variant: str) -> None:
 
     for ax, (title, metric, scale) in zip(axes.flat, PANELS, strict=True):
         for line in dict.fromkeys(line_of(r) for r in rows):
-            pts = sorted(
-                ((r["load"], r["metrics"][metric]) for r in rows if line_of(r) == line), key=lambda t: t[0]
+            found = sorted(
+                ((r["load"], stat(r, metric)) for r in rows if line_of(r) == line), key=lambda t: t[0]
             )
-            pts = [(x, s) for x, s in pts if s["mean"] is not None]
+            pts = [(x, s, s.mean) for x, s in found if s.mean is not None]
             if not pts:
                 continue
             ax.errorbar(
-                [x for x, _ in pts],
-                [s["mean"] * scale for _, s in pts],
-                yerr=list(zip(*(errbar(s, scale) for _, s in pts), strict=True)),
+                [x for x, _, _ in pts],
+                [mean * scale for _, _, mean in pts],
+                yerr=list(zip(*(errbar(s, scale) for _, s, _ in pts), strict=True)),
                 marker="o",
                 capsize=3,
                 label=line,

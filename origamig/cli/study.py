@@ -147,7 +147,7 @@ def show_table(sweep: Sweep) -> None:
     shown = [SHOWN_BY_KEY[k] for k in SHOWN_KEYS]
     pairs = list(dict.fromkeys((c.row, c.col) for c in sweep.cells))
     rows = [
-        [row, col, str(sweep.metric(row, col, "acceptance")["n"]),
+        [row, col, str(sweep.metric(row, col, "acceptance").n),
          *(fmt(sweep.metric(row, col, s.key), s.factor, s.digits) for s in shown)]
         for row, col in pairs
     ]  # fmt: skip

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,14 +30,43 @@ def t975(df: int) -> float:
     return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
 
 
-def mean_ci(values: Iterable[float | None]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class MeanCi:
+    """A metric over seeds: its mean, the half-width of its 95% Student-t interval (0 for one value),
+    how many values and the values themselves; `mean` and `ci95` are None when there are none.
+
+    In JSON (results files, findings, `simulate --json`): `{"mean", "ci95", "n", "values"}`."""
+
+    mean: float | None
+    ci95: float | None
+    n: int
+    values: tuple[float, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"mean": self.mean, "ci95": self.ci95, "n": self.n, "values": list(self.values)}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> MeanCi:
+        """The record of a stored summary; other keys (a paired difference's `wins`) are not its own,
+        a missing `values` reads as none and a missing `n` as their count."""
+        values = tuple(float(v) for v in doc.get("values") or ())
+        mean, ci95 = doc.get("mean"), doc.get("ci95")
+        return cls(
+            None if mean is None else float(mean),
+            None if ci95 is None else float(ci95),
+            int(doc.get("n", len(values))),
+            values,
+        )
+
+
+def mean_ci(values: Iterable[float | None]) -> MeanCi:
     """Mean, half-width of the 95% CI (0 for one value), n, and the values (None skipped)."""
-    xs = [float(v) for v in values if v is not None]
+    xs = tuple(float(v) for v in values if v is not None)
     if not xs:
-        return {"mean": None, "ci95": None, "n": 0, "values": []}
+        return MeanCi(None, None, 0, ())
     mean = statistics.fmean(xs)
     half = t975(len(xs) - 1) * statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) > 1 else 0.0
-    return {"mean": mean, "ci95": half, "n": len(xs), "values": xs}
+    return MeanCi(mean, half, len(xs), xs)
 
 
 def fleet_label(run: dict[str, Any]) -> str | None:
@@ -77,7 +107,8 @@ def _group_key(run: dict[str, Any]) -> tuple[str, float, str]:
 
 
 def summarize(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per (variant, load, setup, policy): every metric as mean ± CI over its seeds.
+    """One row per (variant, load, setup, policy): every metric as mean ± CI over its seeds, in JSON
+    (`MeanCi.to_json()`): the rows are the `summary` of a results document (`results.py`).
 
     Each row names its `pms` and full `setup` (see `setup_of`): runs of different sizes, windows or
     solvers are reported apart, never averaged."""
@@ -86,7 +117,7 @@ def summarize(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         groups.setdefault((*_group_key(run), run["policy"]), []).append(run)
     out = []
     for (variant, load, _, policy), members in groups.items():
-        metrics = {m: mean_ci(r["metrics"].get(m) for r in members) for m in METRIC_NAMES}
+        metrics = {m: mean_ci(r["metrics"].get(m) for r in members).to_json() for m in METRIC_NAMES}
         seeds = sorted(r["seed"] for r in members)
         setup = setup_of(members[0])
         out.append(
@@ -106,7 +137,7 @@ def summarize(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def paired(runs: Sequence[dict[str, Any]], baseline: str) -> list[dict[str, Any]]:
     """Per (variant, load, setup) and policy ≠ baseline: metric(policy) − metric(baseline) over
-    common seeds."""
+    common seeds, in JSON (`MeanCi.to_json()` and `wins`): the `paired` rows of a results document."""
     by_key: dict[tuple[str, float, str], dict[str, dict[int, dict[str, Any]]]] = {}
     setups: dict[tuple[str, float, str], dict[str, Any]] = {}
     for run in runs:
@@ -130,9 +161,8 @@ def paired(runs: Sequence[dict[str, Any]], baseline: str) -> list[dict[str, Any]
                     for s in common
                     if seeds[s].get(m) is not None and base[s].get(m) is not None
                 ]
-                stats = mean_ci(diffs)
-                stats["wins"] = sum(1 for d in diffs if d < 0)  # seeds where the policy's value is lower
-                metrics[m] = stats
+                wins = sum(1 for d in diffs if d < 0)  # seeds where the policy's value is lower
+                metrics[m] = mean_ci(diffs).to_json() | {"wins": wins}
             out.append(
                 {
                     "variant": variant,

@@ -12,7 +12,7 @@ Also the shortest way to run one what-if from Python: `run_policy(policy, fleet=
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from typing import Any
 from origamig.errors import require_extra
 from origamig.sim.engine import RunResult
 from origamig.sim.workload import HOUR
+from origamig.study.aggregate import MeanCi, mean_ci
 from origamig.study.spread import ERRBAR_NOTE, errbar
 
 POLICY_LABELS = {"ff": "FF", "mfi": "MFI", "tc": "TC", "origamig": "OrigaMIG", "opt": "OPT"}
@@ -66,8 +67,8 @@ class WhatIf:
     measure_h: float | None
     baseline: str
     policies: tuple[str, ...]  # baseline first
-    summary: dict[str, dict[str, dict[str, Any]]]  # policy → metric → mean_ci
-    paired: dict[str, dict[str, dict[str, Any]]]  # policy ≠ baseline → metric → mean_ci of differences
+    summary: dict[str, dict[str, MeanCi]]  # policy → metric → over seeds
+    paired: dict[str, dict[str, MeanCi]]  # policy ≠ baseline → metric → differences paired by seed
 
     @property
     def title(self) -> str:
@@ -77,13 +78,14 @@ class WhatIf:
             where += f" ({self.variant})"
         size = f"{self.pms} servers, " if self.pms else ""
         window = f", {self.measure_h:g} h measured" if self.measure_h else ""
-        seeds = len(self.summary[self.baseline]["active_pms"]["values"])
+        seeds = len(self.summary[self.baseline]["active_pms"].values)
         return f"{where}: {size}load {self.load:g}, {seeds} seed{'s' * (seeds != 1)}{window}"
 
 
 def what_ifs(doc: dict[str, Any], policies: Sequence[str] | None = None) -> list[WhatIf]:
     """The scenarios of a results document (`results.runs_document`): one per (variant, load, setup)
-    — a fleet, a snapshot or the default data center at one size and window — with its pairs."""
+    — a fleet, a snapshot or the default data center at one size and window — with its pairs (the
+    document's summaries read as `MeanCi` records)."""
     groups: dict[tuple[Any, ...], dict[str, Any]] = {}
 
     def group(row: dict[str, Any]) -> dict[str, Any]:
@@ -92,10 +94,10 @@ def what_ifs(doc: dict[str, Any], policies: Sequence[str] | None = None) -> list
         return groups.setdefault(key, {"summary": {}, "paired": {}, "baseline": None, "row": row})
 
     for row in doc.get("summary", []):
-        group(row)["summary"][row["policy"]] = row["metrics"]
+        group(row)["summary"][row["policy"]] = _records(row["metrics"])
     for row in doc.get("paired", []):
         g = group(row)
-        g["paired"][row["policy"]] = row["metrics"]
+        g["paired"][row["policy"]] = _records(row["metrics"])
         g["baseline"] = row["baseline"]
     out = []
     for g in groups.values():
@@ -125,6 +127,10 @@ def what_ifs(doc: dict[str, Any], policies: Sequence[str] | None = None) -> list
     return sorted(out, key=lambda w: (w.fleet or "", w.variant, w.load, w.pms or 0, w.measure_h or 0))
 
 
+def _records(metrics: Mapping[str, Mapping[str, Any]]) -> dict[str, MeanCi]:
+    return {name: MeanCi.from_json(stats) for name, stats in metrics.items()}
+
+
 # --- words -----------------------------------------------------------------------------------------
 def _num(x: float, digits: int) -> str:
     return f"{x:,.{digits}f}"
@@ -139,35 +145,36 @@ def digits_for(value: float, digits: int, most: int = 4) -> int:
     return digits
 
 
-def _pm(stats: dict[str, Any], shown: Shown) -> str:
-    """'9.1 ± 1.2' of a mean_ci (the magnitude of the mean)."""
-    mean = abs(stats["mean"] * shown.factor)
+def _pm(stats: MeanCi, mean: float, shown: Shown) -> str:
+    """'9.1 ± 1.2' of a summary whose mean is `mean` (its magnitude)."""
+    mean = abs(mean * shown.factor)
     digits = digits_for(mean, shown.digits)
     text = _num(mean, digits)
-    if stats.get("n", 0) > 1 and stats.get("ci95") is not None:
-        text += f" ± {_num(abs(stats['ci95'] * shown.factor), digits)}"
+    if stats.n > 1 and stats.ci95 is not None:
+        text += f" ± {_num(abs(stats.ci95 * shown.factor), digits)}"
     return text
 
 
-def within_noise(stats: dict[str, Any]) -> bool:
+def within_noise(stats: MeanCi) -> bool:
     """Does the 95% CI of a paired difference span zero?"""
-    return stats.get("n", 0) > 1 and stats.get("ci95") is not None and abs(stats["mean"]) <= stats["ci95"]
+    return stats.n > 1 and stats.ci95 is not None and stats.mean is not None and abs(stats.mean) <= stats.ci95
 
 
-def _noise(stats: dict[str, Any]) -> str:
+def _noise(stats: MeanCi) -> str:
     return " (within noise)" if within_noise(stats) else ""
 
 
-def _diff(stats: dict[str, Any] | None, shown: Shown, base: dict[str, Any] | None, noun: str) -> str | None:
+def _diff(stats: MeanCi | None, shown: Shown, base: MeanCi | None, noun: str) -> str | None:
     """'9.1 ± 1.2 fewer servers on (−12%)' for a paired difference (None when undefined)."""
-    if not stats or stats.get("mean") is None:
+    if stats is None or stats.mean is None:
         return None
-    if abs(stats["mean"] * shown.factor) < 0.5 * 10**-shown.digits:
+    mean = stats.mean
+    if abs(mean * shown.factor) < 0.5 * 10**-shown.digits:
         return f"as many {noun}"
-    word = shown.less if stats["mean"] < 0 else shown.more
-    notes = [f"{100 * stats['mean'] / base['mean']:+.0f}%"] if base and base.get("mean") else []
+    word = shown.less if mean < 0 else shown.more
+    notes = [f"{100 * mean / base.mean:+.0f}%"] if base is not None and base.mean else []
     notes += ["within noise"] if within_noise(stats) else []
-    return f"{_pm(stats, shown)} {word} {noun}" + (f" ({', '.join(notes)})" if notes else "")
+    return f"{_pm(stats, mean, shown)} {word} {noun}" + (f" ({', '.join(notes)})" if notes else "")
 
 
 def sentence(w: WhatIf, policy: str) -> str:
@@ -182,38 +189,39 @@ def sentence(w: WhatIf, policy: str) -> str:
     if gpus:
         parts.append(gpus)
     acc = d.get("acceptance")
-    if acc and acc.get("mean") is not None:
-        if abs(acc["mean"] * 100) < 0.05:
+    if acc is not None and acc.mean is not None:
+        if abs(acc.mean * 100) < 0.05:
             parts.append("admit as much of the requested GPU memory")
         else:
-            word = "more" if acc["mean"] > 0 else "less"
-            pts = _pm(acc, show["acceptance"])
+            word = "more" if acc.mean > 0 else "less"
+            pts = _pm(acc, acc.mean, show["acceptance"])
             parts.append(f"admit {pts} percentage points {word} of the requested GPU memory{_noise(acc)}")
     energy = d.get("energy_mwh")
-    if energy and energy.get("mean") is not None:
-        word = "less" if energy["mean"] < 0 else "more"
-        text = f"use {_pm(energy, show['energy_mwh'])} MWh {word} energy"
+    if energy is not None and energy.mean is not None:
+        word = "less" if energy.mean < 0 else "more"
+        text = f"use {_pm(energy, energy.mean, show['energy_mwh'])} MWh {word} energy"
         notes = ["within noise"] if within_noise(energy) else []
         if w.measure_h:
-            yearly = abs(energy["mean"]) * YEAR_H / w.measure_h
+            yearly = abs(energy.mean) * YEAR_H / w.measure_h
             text += f" over the {w.measure_h:g} h measured"
             notes.insert(0, f"≈ {yearly:,.{digits_for(yearly, 0, 2)}f} MWh a year")
         text += f" ({', '.join(notes)})" if notes else ""
         per = d.get("energy_kwh_per_gpu_hour")
-        if per and per.get("mean") is not None:
-            if abs(per["mean"]) < 5e-4:
+        if per is not None and per.mean is not None:
+            if abs(per.mean) < 5e-4:
                 text += ", as much per admitted GPU-hour"
             else:
-                per_word = "less" if per["mean"] < 0 else "more"
-                text += f", {_pm(per, show['energy_kwh_per_gpu_hour'])} kWh {per_word} per admitted GPU-hour"
+                per_word = "less" if per.mean < 0 else "more"
+                per_text = _pm(per, per.mean, show["energy_kwh_per_gpu_hour"])
+                text += f", {per_text} kWh {per_word} per admitted GPU-hour"
         parts.append(text)
-    migr = s.get("migrations_per_hour", {})
-    gb = s.get("migrated_gb_per_hour", {})
+    migr = s.get("migrations_per_hour")
+    gb = s.get("migrated_gb_per_hour")
     tail = ""
-    if migr.get("mean") is not None:
-        tail = f", at {_pm(migr, show['migrations_per_hour'])} migrations per hour"
-        if gb.get("mean"):
-            tail += f" ({_pm(gb, show['migrated_gb_per_hour'])} GB moved per hour)"
+    if migr is not None and migr.mean is not None:
+        tail = f", at {_pm(migr, migr.mean, show['migrations_per_hour'])} migrations per hour"
+        if gb is not None and gb.mean:
+            tail += f" ({_pm(gb, gb.mean, show['migrated_gb_per_hour'])} GB moved per hour)"
     body = (
         "; ".join(parts[:-1])
         + ("; and " if len(parts) > 1 else "")
@@ -223,14 +231,14 @@ def sentence(w: WhatIf, policy: str) -> str:
 
 
 # --- table -----------------------------------------------------------------------------------------
-def _cell(stats: dict[str, Any] | None, shown: Shown, signed: bool = False) -> str:
-    if not stats or stats.get("mean") is None:
+def _cell(stats: MeanCi | None, shown: Shown, signed: bool = False) -> str:
+    if stats is None or stats.mean is None:
         return "–"
-    mean = stats["mean"] * shown.factor
+    mean = stats.mean * shown.factor
     digits = digits_for(mean, shown.digits)
     text = f"{mean:+,.{digits}f}" if signed else f"{mean:,.{digits}f}"
-    if stats.get("n", 0) > 1 and stats.get("ci95") is not None:
-        text += f" ± {abs(stats['ci95'] * shown.factor):,.{digits}f}"
+    if stats.n > 1 and stats.ci95 is not None:
+        text += f" ± {abs(stats.ci95 * shown.factor):,.{digits}f}"
     return text
 
 
@@ -278,8 +286,8 @@ def draw(whatifs: Sequence[WhatIf], png: Path) -> None:
             ax = axes[r][c]
             means, below, errs, names = [], [], [], []
             for p in w.policies:
-                stats = w.summary[p].get(shown.key) or {}
-                means.append((stats.get("mean") or 0.0) * shown.factor)
+                stats = w.summary[p].get(shown.key) or mean_ci(())
+                means.append((stats.mean or 0.0) * shown.factor)
                 lo, hi = errbar(stats, shown.factor)
                 below.append(lo)
                 errs.append(hi)
@@ -294,8 +302,8 @@ def draw(whatifs: Sequence[WhatIf], png: Path) -> None:
             ax.set_ylim(0, top * 1.25)
             for i, p in enumerate(w.policies[1:], start=1):
                 d = w.paired.get(p, {}).get(shown.key)
-                if d and d.get("mean") is not None:
-                    value = d["mean"] * shown.factor
+                if d is not None and d.mean is not None:
+                    value = d.mean * shown.factor
                     text = f"{value:+.{digits_for(value, shown.digits)}f}"
                     ax.text(i, top * 1.05, text, ha="center", fontsize=7)
             if c == 0:

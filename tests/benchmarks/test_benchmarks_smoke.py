@@ -130,9 +130,9 @@ def test_paired_statistics_by_hand() -> None:
     ]
     red = sw.reduction_pct("o", "ff", "x")
     # Seed 1: 100·(100−90)/100 = 10 %; seed 2: 0 %; mean 5 % over n = 2.
-    assert red["n"] == 2 and red["mean"] == pytest.approx(5.0)
+    assert red.n == 2 and red.mean == pytest.approx(5.0)
     # 95% CI half-width: t(1) = 12.706 · stdev(10, 0) = 7.071 / √2 → 12.706 · 5 = 63.53.
-    assert red["ci95"] == pytest.approx(63.53, abs=0.01)
+    assert red.ci95 == pytest.approx(63.53, abs=0.01)
 
 
 def test_paper_values_scale() -> None:

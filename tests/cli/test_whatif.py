@@ -44,7 +44,7 @@ def test_what_if_pairs_by_seed_and_says_it_in_words() -> None:
     diffs = [21 - 30, 22 - 32, 23 - 31]  # −9, −10, −8
     half = 4.303 * 1.0 / math.sqrt(3)  # t(0.975, 2) · sd / √n
     stats = w.paired["origamig"]["active_pms"]
-    assert stats["mean"] == sum(diffs) / 3 and abs(stats["ci95"] - half) < 1e-3
+    assert stats.mean == sum(diffs) / 3 and stats.ci95 is not None and abs(stats.ci95 - half) < 1e-3
     text = sentence(w, "origamig")
     assert text.startswith("OrigaMIG would keep 9.0 ± 2.5 fewer servers on (-29%)")
     assert "; 72.0 ± 19.9 fewer GPUs active (-29%);" in text

@@ -83,8 +83,8 @@ def test_unknown_policy_and_bad_scheduler_are_user_errors(monkeypatch) -> None:
 def test_mean_ci_by_hand() -> None:
     # [1, 2, 3]: mean 2, sd 1, half-width t_{0.975,2}·1/√3 = 4.303/1.732 = 2.484.
     got = mean_ci([1.0, 2.0, None, 3.0])
-    assert got["mean"] == 2 and got["n"] == 3 and got["ci95"] == pytest.approx(4.303 / math.sqrt(3))
-    assert mean_ci([5.0])["ci95"] == 0 and mean_ci([None])["mean"] is None
+    assert got.mean == 2 and got.n == 3 and got.ci95 == pytest.approx(4.303 / math.sqrt(3))
+    assert mean_ci([5.0]).ci95 == 0 and mean_ci([None]).mean is None
     assert t975(4) == 2.776 and t975(1000) == pytest.approx(1.962, abs=1e-3)
 
 

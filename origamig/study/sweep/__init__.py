@@ -12,6 +12,7 @@ gathers the names the benchmark scripts use (their shared command line is benchm
 """
 
 from origamig.errors import UserError
+from origamig.study.aggregate import MeanCi
 from origamig.study.runner import run_all
 from origamig.study.seeds import parse_seeds
 from origamig.study.spread import ERRBAR_NOTE, errbar, errbars
@@ -46,6 +47,7 @@ __all__ = [
     "SHOWN_BY_KEY",
     "SMOKE",
     "Cell",
+    "MeanCi",
     "Scale",
     "Shown",
     "Sweep",

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from origamig.sim.scenario import SimConfig
-from origamig.study.aggregate import mean_ci
+from origamig.study.aggregate import MeanCi, mean_ci
 from origamig.study.runner import RunSpec
 from origamig.study.sweep.scale import Scale
 
@@ -88,7 +88,7 @@ class Sweep:
     wall_s: float = 0.0
     failed: list[dict[str, Any]] = field(default_factory=list)
 
-    def metric(self, row: str, col: str, name: str) -> dict[str, Any]:
+    def metric(self, row: str, col: str, name: str) -> MeanCi:
         """Mean, 95% CI half-width, n and values of `name` over the seeds of (row, col)."""
         return mean_ci(r["metrics"].get(name) for r in self.runs if r["row"] == row and r["col"] == col)
 
@@ -104,17 +104,20 @@ class Sweep:
         a, b = self.by_seed(row, col, name), self.by_seed(base, col, name)
         return [(s, a[s], b[s]) for s in sorted(set(a) & set(b))]
 
-    def reduction_pct(self, row: str, base: str, col: str, name: str = "active_pms") -> dict[str, Any]:
+    def reduction_pct(self, row: str, base: str, col: str, name: str = "active_pms") -> MeanCi:
         """100·(base − row)/base paired by seed: how much lower `row` keeps `name` (mean ± CI)."""
         return mean_ci(100.0 * (b - a) / b for _, a, b in self.paired(row, base, col, name) if b)
 
-    def gain(self, row: str, base: str, col: str, name: str, scale: float = 1.0) -> dict[str, Any]:
+    def gain(self, row: str, base: str, col: str, name: str, scale: float = 1.0) -> MeanCi:
         """scale·(row − base) paired by seed (e.g. acceptance gain in percentage points)."""
         return mean_ci(scale * (a - b) for _, a, b in self.paired(row, base, col, name))
 
 
 def json_value(x: Any) -> Any:
-    """`x` as a JSON file gives it back: NaN/inf become None, tuples lists, keys strings."""
+    """`x` as a JSON file gives it back: NaN/inf become None, tuples lists, keys strings, a `MeanCi`
+    its `to_json()` (the findings a sweep script writes hold them)."""
+    if isinstance(x, MeanCi):
+        return json_value(x.to_json())
     if isinstance(x, float):
         return x if math.isfinite(x) else None
     if isinstance(x, dict):

@@ -120,13 +120,14 @@ def summary(sweep: Sweep) -> list[dict[str, Any]]:
     """Every metric as mean ± 95% CI per (row, column), in the order the cells were built."""
     keys = list(dict.fromkeys((c.row, c.col) for c in sweep.cells))
     return [
-        {"row": row, "col": col, "metrics": {m: sweep.metric(row, col, m) for m in DERIVED_NAMES}}
+        {"row": row, "col": col, "metrics": {m: sweep.metric(row, col, m).to_json() for m in DERIVED_NAMES}}
         for row, col in keys
     ]
 
 
 def write_json(sweep: Sweep, extra: dict[str, Any], out_dir: Path) -> Path:
-    """<out_dir>/<name>-<scale>.json: the scale, every run, the summary and `extra`."""
+    """<out_dir>/<name>-<scale>.json: the scale, every run, the summary and `extra` (whose `MeanCi`
+    records are written as their `to_json()`)."""
     merge_stored(sweep, out_dir)
     doc = {
         **_head(sweep),

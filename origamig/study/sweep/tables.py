@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from origamig.study.aggregate import MeanCi
 from origamig.study.spread import spread_text
 from origamig.study.sweep.scale import Scale
 
@@ -53,8 +53,8 @@ def paper_at_scale(value: float | None, shown: Shown, scale: Scale) -> float | N
     return value
 
 
-def fmt(stats: dict[str, Any], scale: float = 1.0, digits: int = 1) -> str:
-    """A `mean_ci` result times `scale` as a table cell (`spread.spread_text`)."""
+def fmt(stats: MeanCi, scale: float = 1.0, digits: int = 1) -> str:
+    """A metric over seeds times `scale` as a table cell (`spread.spread_text`)."""
     return spread_text(stats, scale, digits)
 
 
