@@ -196,8 +196,15 @@ def select_admission(
         ),
         None,
     )
-    limit = bounds.pm_limit - (1 if spare is not None else 0)
-    # The other active PMs that share a class with the pending VMs, most free slices, then CPU, first.
+    _fill(dc, b, active, classes, bounds.pm_limit - (1 if spare is not None else 0))
+    if spare is not None and not b.full:
+        b.add(spare)
+    return Neighborhood(tuple(b.pms), tuple(pending), tuple(rejected), CallKind.ADMISSION)
+
+
+def _fill(dc: DataCenter, b: _Builder, active: Sequence[int], classes: set[str], limit: int) -> None:
+    """Add the other active PMs that share a class with the pending VMs, most free slices, then most
+    free CPU, first, while the neighborhood has fewer than `limit` PMs."""
     anywhere = NO_GPU_CLASS in classes
     free_slices, free_cpu, pms = dc.free_memory_slices, dc.free_cpu_m, dc.pms
     fill = [
@@ -210,9 +217,6 @@ def select_admission(
         if len(b.pms) >= limit:
             break
         b.add(j)
-    if spare is not None and not b.full:
-        b.add(spare)
-    return Neighborhood(tuple(b.pms), tuple(pending), tuple(rejected), CallKind.ADMISSION)
 
 
 def _fitting(
