@@ -49,15 +49,21 @@ PENDING = 8
 SEED_BASE = 7001  # held out: no other benchmark or test draws clusters from these seeds
 
 
-def held_out_cluster(servers: int, seed: int, pending: int = PENDING) -> dict[str, Any]:
-    """A snapshot document (docs/formats.md#snapshot) of `servers` servers, about half of them in use."""
-    rng = random.Random(SEED_BASE + 1000 * servers + seed)
+def server_fleet(servers: int) -> tuple[list[dict[str, Any]], list[PmSpec]]:
+    """`servers` servers of `KINDS` in turn: their snapshot entries and their records."""
     catalog = default_catalog()
     pms_doc, pms = [], []
     for j in range(servers):
         model, n, cpu, ram = KINDS[j % len(KINDS)]
         pms_doc.append({"id": f"srv-{j:04d}", "cpu": cpu, "ram_gb": ram, "gpus": [model] * n})
         pms.append(PmSpec(f"srv-{j:04d}", cores_to_m(cpu), gb_to_mb(ram), (catalog.gpu(model),) * n))
+    return pms_doc, pms
+
+
+def held_out_cluster(servers: int, seed: int, pending: int = PENDING) -> dict[str, Any]:
+    """A snapshot document (docs/formats.md#snapshot) of `servers` servers, about half of them in use."""
+    rng = random.Random(SEED_BASE + 1000 * servers + seed)
+    pms_doc, pms = server_fleet(servers)
     dc = DataCenter(pms)
     vms_doc: list[dict[str, Any]] = []
     in_use = rng.sample(range(servers), servers // 2)

@@ -41,19 +41,23 @@ from rich.table import Table
 
 from benchmarks import ROOT
 from benchmarks.checkouts import revision, run_command
-from benchmarks.product.solve_admission import first_fit_slots
+from benchmarks.product.solve_admission import (
+    CORES_PER_COMPUTE,
+    GB_PER_COMPUTE,
+    KINDS,
+    first_fit_slots,
+    server_fleet,
+)
 from benchmarks.publish import results_file, write_json
 from origamig.cli.terminal import operator_console
 from origamig.cluster.catalog import default_catalog
 from origamig.cluster.datacenter import DataCenter
-from origamig.cluster.records import GiSlot, Placement, PmSpec, VmSpec, Weights, cores_to_m, gb_to_mb
+from origamig.cluster.records import GiSlot, Placement, VmSpec, Weights, cores_to_m, gb_to_mb
 from origamig.judge.objective import evaluate
 from origamig.judge.replay import replay_plan
 from origamig.snapshot.document import Snapshot, parse_snapshot
 
 RESULTS = ROOT / "benchmarks" / "results" / "solve_mixed.json"
-KINDS = (("H100-80GB", 8, 192, 2048), ("H100-80GB", 8, 192, 2048), ("A100-80GB", 4, 128, 1024))
-CORES_PER_COMPUTE, GB_PER_COMPUTE = 3, 32
 PENDING = 8
 SEED_BASE = 9101  # held out: no other benchmark or test draws clusters from these seeds
 
@@ -61,12 +65,7 @@ SEED_BASE = 9101  # held out: no other benchmark or test draws clusters from the
 def mixed_cluster(servers: int, seed: int) -> dict[str, Any]:
     """A snapshot document of `servers` servers of the two kinds, about half of them in use."""
     rng = random.Random(SEED_BASE + 1000 * servers + seed)
-    catalog = default_catalog()
-    pms_doc, pms = [], []
-    for j in range(servers):
-        model, n, cpu, ram = KINDS[j % len(KINDS)]
-        pms_doc.append({"id": f"srv-{j:04d}", "cpu": cpu, "ram_gb": ram, "gpus": [model] * n})
-        pms.append(PmSpec(f"srv-{j:04d}", cores_to_m(cpu), gb_to_mb(ram), (catalog.gpu(model),) * n))
+    pms_doc, pms = server_fleet(servers)
     dc = DataCenter(pms)
     vms: list[dict[str, Any]] = []
     for j in rng.sample(range(servers), (3 * servers) // 4):
