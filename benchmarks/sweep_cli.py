@@ -12,8 +12,8 @@ from pathlib import Path
 from origamig.errors import UserError
 from origamig.solver_registry import backend_names
 from origamig.study.seeds import parse_seeds
+from origamig.study.sweep import Cell, Sweep
 from origamig.study.sweep.adopt import adopt
-from origamig.study.sweep.cells import Cell, Sweep
 from origamig.study.sweep.engine import list_cells, run
 from origamig.study.sweep.scale import FULL, QUICK, Scale
 from origamig.study.sweep.store import checkpoint_path, load_sweep, results_path

@@ -42,7 +42,7 @@ from benchmarks import RESULTS, sweep_cli
 from benchmarks import paper_values as paper
 from origamig.errors import UserError
 from origamig.study import sweep
-from origamig.study.sweep import Cell, Scale, Sweep
+from origamig.study.sweep import Cell, RunRecord, Scale, Sweep
 
 NAME = "growth"
 LOAD = paper.FIG7_LOAD
@@ -106,7 +106,7 @@ def cells(scale: Scale, sizes: Sequence[int], names: Sequence[str] = NAMES) -> l
 def rows_at(sw: Sweep, pms: int, names: Sequence[str] = NAMES) -> list[tuple[str, list[str]]]:
     """The stored rows at `pms` PMs in table order, each with the names it stands for."""
     col = str(pms)
-    present = {r["row"] for r in sw.runs if r["col"] == col}
+    present = {r.row for r in sw.runs if r.col == col}
     out: dict[str, list[str]] = {}
     for name in names:
         k = calls_per_step(name, pms)
@@ -130,10 +130,10 @@ def value(sw: Sweep, row: str, col: str, key: str) -> float | None:
     return sw.metric(row, col, key).mean
 
 
-def run_of(sw: Sweep, row: str, col: str) -> dict[str, Any] | None:
+def run_of(sw: Sweep, row: str, col: str) -> RunRecord | None:
     """The stored run of (row, col) (first seed)."""
-    found = [r for r in sw.runs if r["row"] == row and r["col"] == col]
-    return min(found, key=lambda r: r["seed"]) if found else None
+    found = [r for r in sw.runs if r.row == row and r.col == col]
+    return min(found, key=lambda r: r.seed) if found else None
 
 
 def analyse(sw: Sweep, sizes: Sequence[int], names: Sequence[str] = NAMES) -> dict[str, Any]:
@@ -145,11 +145,11 @@ def analyse(sw: Sweep, sizes: Sequence[int], names: Sequence[str] = NAMES) -> di
         for row, row_names in rows_at(sw, pms, names):
             run_ = run_of(sw, row, col)
             assert run_ is not None
-            counters = run_.get("counters", {})
+            counters = run_.counters
             per_row[row] = {
                 "names": row_names,
-                "calls_per_step": run_["policy_options"].get("calls_per_step", 1)
-                if run_["policy"] == "origamig"
+                "calls_per_step": run_.policy_options.get("calls_per_step", 1)
+                if run_.policy == "origamig"
                 else None,
                 "active_pms": value(sw, row, col, "active_pms"),
                 "active_pms_pct": value(sw, row, col, "active_pms_pct"),
@@ -160,16 +160,16 @@ def analyse(sw: Sweep, sizes: Sequence[int], names: Sequence[str] = NAMES) -> di
                 "acceptance_pct": _pct(value(sw, row, col, "acceptance")),
                 "calls_per_hour": value(sw, row, col, "calls_per_hour"),
                 "median_call_modeled_s": value(sw, row, col, "median_call_s"),
-                "median_call_wall_s": counters.get("median_call_s") if run_["policy"] == "origamig" else None,
+                "median_call_wall_s": counters.get("median_call_s") if run_.policy == "origamig" else None,
                 "longest_call_wall_s": counters.get("time_longest_call_s"),
                 "calls_side_by_side": counters.get("calls_side_by_side"),
                 "calls_reused": counters.get("calls_reused"),
                 "migrations_per_hour": value(sw, row, col, "migrations_per_hour"),
                 "energy_kwh_per_gpu_hour": value(sw, row, col, "energy_kwh_per_gpu_hour"),
-                "requests": run_.get("requests"),
-                "calls": run_.get("calls"),
-                "sim_wall_s": run_.get("wall_s"),
-                "sim_cpu_s": run_.get("cpu_s"),
+                "requests": run_.requests,
+                "calls": run_.calls,
+                "sim_wall_s": run_.wall_s,
+                "sim_cpu_s": run_.cpu_s,
             }
         if per_row:
             out[col] = per_row
@@ -393,7 +393,7 @@ def main(args: argparse.Namespace) -> None:
         calls_per_step(name, 128)  # raises the UserError naming the known rows
     chosen = cells(scale, sizes, names)
     sw = sweep_cli.run_or_load(NAME, scale, chosen, args)  # each stored run names its PM count
-    shown = sorted({*sizes, *(int(r["col"]) for r in sw.runs)})  # with sizes run by earlier commands
+    shown = sorted({*sizes, *(int(r.col) for r in sw.runs)})  # with sizes run by earlier commands
     findings = analyse(sw, shown)
     print_tables(sw, findings)
     extra = {

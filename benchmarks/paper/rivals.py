@@ -24,7 +24,7 @@ from benchmarks import paper_values as paper
 from benchmarks.paper.loads import TABLE_KEYS
 from origamig.errors import UserError
 from origamig.study import sweep
-from origamig.study.sweep import Cell, Shown, Sweep
+from origamig.study.sweep import Cell, RunRecord, Shown, Sweep
 from origamig.study.sweep.grid import policy_load_cells
 from origamig.study.sweep.store import stored_runs
 
@@ -74,7 +74,7 @@ def cells(scale: sweep.Scale, loads: tuple[float, ...], rows: tuple[str, ...]) -
     return out
 
 
-def paper_runs(scale: sweep.Scale, out: Path) -> list[dict[str, Any]]:
+def paper_runs(scale: sweep.Scale, out: Path) -> list[RunRecord]:
     """The stored loads-sweep runs of FF, MFI, TC and OrigaMIG at `scale` (as the loads sweep keeps
     them, whatever code made them: the quick cells recompute identically, REPRODUCTION.md)."""
     runs = stored_runs("loads", scale, out, any_code=True)
@@ -82,21 +82,21 @@ def paper_runs(scale: sweep.Scale, out: Path) -> list[dict[str, Any]]:
         raise UserError(
             f"no stored loads runs at {scale.describe()}: run python -m benchmarks.paper.loads first"
         )
-    return [r for r in runs if r["policy"] in paper.POLICIES]
+    return [r for r in runs if r.policy in paper.POLICIES]
 
 
-def check_pairing(sw: Sweep, stored: list[dict[str, Any]]) -> int:
+def check_pairing(sw: Sweep, stored: list[RunRecord]) -> int:
     """Every FF run made here equals the stored one of its seed and load (the same requests): the
     number of runs compared; a difference stops the script."""
-    mine = {(r["col"], r["seed"]): r for r in sw.runs if r["policy"] == CONTROL}
+    mine = {(r.col, r.seed): r for r in sw.runs if r.policy == CONTROL}
     compared = 0
     for r in stored:
-        here = mine.get((r["col"], r["seed"]))
-        if r["policy"] != CONTROL or here is None:
+        here = mine.get((r.col, r.seed))
+        if r.policy != CONTROL or here is None:
             continue
-        if here["requests"] != r["requests"] or here["metrics"] != r["metrics"]:
+        if here.requests != r.requests or here.metrics != r.metrics:
             raise UserError(
-                f"FF at load {r['col']} seed {r['seed']}: this code gives other metrics than the stored "
+                f"FF at load {r.col} seed {r.seed}: this code gives other metrics than the stored "
                 "loads sweep, so its runs are not paired with the rivals'; rerun benchmarks.paper.loads"
             )
         compared += 1
@@ -129,7 +129,7 @@ def analyse(sw: Sweep, loads: tuple[float, ...]) -> dict[str, Any]:
 
 
 def print_tables(sw: Sweep, loads: tuple[float, ...], findings: dict[str, Any]) -> None:
-    policies = [p for p in (*paper.POLICIES, *RIVALS) if any(r["row"] == p for r in sw.runs)]
+    policies = [p for p in (*paper.POLICIES, *RIVALS) if any(r.row == p for r in sw.runs)]
     for load in loads:
         col = f"{load:g}"
         rows = []
@@ -174,7 +174,7 @@ def print_tables(sw: Sweep, loads: tuple[float, ...], findings: dict[str, Any]) 
 
 def draw(sw: Sweep, loads: tuple[float, ...], out_dir: Path) -> Path:
     """Paired by seed: fewer active PMs than FF (%) and acceptance, per policy and load."""
-    policies = [p for p in (*paper.POLICIES, *RIVALS) if any(r["row"] == p for r in sw.runs)]
+    policies = [p for p in (*paper.POLICIES, *RIVALS) if any(r.row == p for r in sw.runs)]
     panels = (
         ("Fewer active PMs than FF (%, paired by seed)", lambda p, col: sw.reduction_pct(p, "ff", col), 1),
         ("Acceptance (% of requested slices)", lambda p, col: sw.metric(p, col, "acceptance"), 100),
@@ -208,7 +208,7 @@ def main(args: argparse.Namespace) -> None:
     stored = paper_runs(scale, args.out)
     sw = sweep_cli.run_or_load("rivals", scale, cells(scale, loads, rivals), args)
     compared = check_pairing(sw, stored)
-    paired = Sweep(sw.name, sw.scale, sw.cells, [*sw.runs, *(r for r in stored if r["policy"] != CONTROL)])
+    paired = Sweep(sw.name, sw.scale, sw.cells, [*sw.runs, *(r for r in stored if r.policy != CONTROL)])
     paired_loads = tuple(float(c) for c in dict.fromkeys(f"{x:g}" for x in loads))
     findings = analyse(paired, paired_loads)
     print_tables(paired, paired_loads, findings)

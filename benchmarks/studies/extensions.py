@@ -199,7 +199,7 @@ def main(args: argparse.Namespace) -> None:
     rows = tuple(dict.fromkeys((*BASELINES, *rows)))  # the baselines are always paired
     col = f"{args.load:g}"
     sw = sweep_cli.run_or_load("extensions", scale, cells(scale, rows, args.load), args)
-    ran = {r["row"] for r in sw.runs if r["col"] == col}
+    ran = {r.row for r in sw.runs if r.col == col}
     rows = tuple(r for r in dict.fromkeys((*rows, *(c.row for c in sw.cells if c.col == col))) if r in ran)
     findings = analyse(sw, rows, col)
     print_table(sw, rows, col, findings)

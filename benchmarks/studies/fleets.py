@@ -39,7 +39,7 @@ from origamig.sim.fleet import Fleet, load_fleet
 from origamig.sim.workload import HOUR
 from origamig.study import sweep
 from origamig.study.results import runs_document
-from origamig.study.sweep import Cell, Scale, Sweep
+from origamig.study.sweep import Cell, Scale, Sweep, sweep_runs
 
 EXAMPLES = ROOT / "examples" / "fleets"
 FLEET_FILES = ("paper", "h100-8x", "a100-h200-mixed")
@@ -81,15 +81,15 @@ def whatif_document(sw: Sweep, chosen: list[Fleet]) -> dict[str, Any]:
     sizes = {f.name: pms_of(f, sw.scale) for f in chosen}
     runs = [
         {
-            "policy": r["policy"],
-            "seed": r["seed"],
-            "metrics": r["metrics"],
+            "policy": r.policy,
+            "seed": r.seed,
+            "metrics": r.metrics,
             "config": {
-                "variant": r.get("variant", "default"),
-                "load": r["load"],
-                "pms": sizes.get(r["col"]),
+                "variant": r.variant,
+                "load": r.load,
+                "pms": sizes.get(r.col),
                 "measure_s": sw.scale.measure_h * HOUR,
-                "fleet": {"name": r["col"]},
+                "fleet": {"name": r.col},
             },
         }
         for r in sw.runs
@@ -211,11 +211,11 @@ def sweep_calls(sw: Sweep) -> dict[str, Any]:
     """Per fleet, over the sweep's OrigaMIG runs: calls, the share the solver proved optimal, and the
     median of the runs' median call wall times."""
     out: dict[str, Any] = {}
-    for fleet in dict.fromkeys(r["col"] for r in sw.runs):
-        runs = [r for r in sw.runs if r["col"] == fleet and r["policy"] == "origamig"]
-        calls = sum(int(r["counters"].get("calls", 0)) for r in runs)
-        proved = sum(int(r["counters"].get("status_optimal", 0)) for r in runs)
-        medians = [r["counters"]["median_call_s"] for r in runs if r["counters"].get("median_call_s")]
+    for fleet in dict.fromkeys(r.col for r in sw.runs):
+        runs = [r for r in sw.runs if r.col == fleet and r.policy == "origamig"]
+        calls = sum(int(r.counters.get("calls", 0)) for r in runs)
+        proved = sum(int(r.counters.get("status_optimal", 0)) for r in runs)
+        medians = [r.counters["median_call_s"] for r in runs if r.counters.get("median_call_s")]
         out[fleet] = {
             "runs": len(runs),
             "calls": calls,
@@ -294,7 +294,9 @@ def main(args: argparse.Namespace) -> None:
     kept_study = _stored_study(scale, args.out) if args.replot or args.no_calls else {}  # before a rerun
     if args.replot or args.calls_only:  # the stored runs as they are (derived with each fleet's size)
         done = json.loads((args.out / f"fleets-{scale.name}.json").read_text())
-        sw = Sweep("fleets", scale, cells(scale, chosen), runs=done["runs"], wall_s=done.get("wall_s") or 0.0)
+        sw = Sweep(
+            "fleets", scale, cells(scale, chosen), runs=sweep_runs(done), wall_s=done.get("wall_s") or 0.0
+        )
     else:
         sw = sweep_cli.run_or_load("fleets", scale, cells(scale, chosen), args)
     seeds = sweep.parse_seeds(args.call_seeds) if args.call_seeds else ()

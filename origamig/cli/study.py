@@ -136,9 +136,9 @@ def runs_of(sweep: Sweep) -> list[dict]:
     """The sweep's runs as `origamig simulate` writes them (for `report`'s figure)."""
     config = {c.key: config_dict(c.config) for c in sweep.cells}
     return [
-        {"policy": r["row"], "seed": r["seed"], "config": config[r["cell"]], "metrics": r["metrics"]}
+        {"policy": r.row, "seed": r.seed, "config": config[r.cell], "metrics": r.metrics}
         for r in sweep.runs
-        if r["cell"] in config
+        if r.cell in config
     ]
 
 

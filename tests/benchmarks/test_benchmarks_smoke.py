@@ -64,7 +64,7 @@ def test_variants_smoke(tmp_path: Path) -> None:
         variants.draw(sw, names, findings, tmp_path),
     )
     # a30-only: every GPU of the data center is an A30, so no run there places an A100 VM.
-    assert {r["variant"] for r in sw.runs} == set(names)
+    assert {r.variant for r in sw.runs} == set(names)
     assert set(findings["per_variant"]["a30-only"]["pms_reduction_vs_ff_pct"]) == {"tc"}
 
 
@@ -76,7 +76,7 @@ def test_migration_penalty_smoke(tmp_path: Path) -> None:
     migration_penalty.print_table(sw, rows, findings)
     path = sweep.write_json(sw, {"findings": findings}, tmp_path)
     _check_outputs(sw, path, migration_penalty.draw(sw, rows, findings, tmp_path))
-    options = {r["row"]: r["policy_options"] for r in sw.runs}
+    options = {r.row: r.policy_options for r in sw.runs}
     assert options["tc-15min"] == {"period_s": 900.0} and options["tc-60min"] == {"period_s": 3600.0}
 
 
@@ -119,14 +119,22 @@ def test_every_origamig_cell_names_its_arrival_rule() -> None:
     assert shipped.key != paper.key
 
 
+def _run(row: str, seed: int, active_pms: float) -> sweep.RunRecord:
+    """A run of column "x" with only its active PMs."""
+    return sweep.RunRecord(
+        cell=f"{row}|x|{seed}", row=row, col="x", policy=row, seed=seed, load=0.85, variant="default",
+        policy_options={}, metrics={"active_pms": active_pms}, counters={}, requests=0, calls=0, wall_s=0.0,
+    )  # fmt: skip
+
+
 def test_paired_statistics_by_hand() -> None:
     sw = sweep.Sweep("t", SMOKE, [])
     sw.runs = [
-        {"row": "ff", "col": "x", "seed": 1, "metrics": {"active_pms": 100.0}},
-        {"row": "ff", "col": "x", "seed": 2, "metrics": {"active_pms": 50.0}},
-        {"row": "o", "col": "x", "seed": 1, "metrics": {"active_pms": 90.0}},
-        {"row": "o", "col": "x", "seed": 2, "metrics": {"active_pms": 50.0}},
-        {"row": "o", "col": "x", "seed": 3, "metrics": {"active_pms": 10.0}},  # no FF partner: ignored
+        _run("ff", 1, 100.0),
+        _run("ff", 2, 50.0),
+        _run("o", 1, 90.0),
+        _run("o", 2, 50.0),
+        _run("o", 3, 10.0),  # no FF partner: ignored
     ]
     red = sw.reduction_pct("o", "ff", "x")
     # Seed 1: 100·(100−90)/100 = 10 %; seed 2: 0 %; mean 5 % over n = 2.
@@ -152,7 +160,7 @@ def test_sweep_on_a_dask_cluster_matches_in_process() -> None:
     ) as c:
         remote = sweep.run("loads", SMOKE, cells, scheduler=c.scheduler_address, show_progress=False)
     # Same seed, same requests, same deterministic policy: the cluster gives the very same metrics.
-    assert [r["metrics"] for r in remote.runs] == [r["metrics"] for r in local.runs]
+    assert [r.metrics for r in remote.runs] == [r.metrics for r in local.runs]
 
 
 def test_sweep_writes_each_cell_at_once_and_resumes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -178,7 +186,7 @@ def test_sweep_writes_each_cell_at_once_and_resumes(tmp_path: Path, monkeypatch:
     sweep.run("loads", three, loads.cells(three, (0.75,), ("ff",)), 1, None, False, tmp_path)
     assert json.loads(path.read_text())["scale"]["seeds"] == [1, 2, 3]
     assert ran == [1, 2, 3]
-    assert second.runs[0] == first.runs[0] and [r["seed"] for r in second.runs] == [1, 2]
+    assert second.runs[0] == first.runs[0] and [r.seed for r in second.runs] == [1, 2]
     # A rerun of a finished command runs nothing.
     sweep.run("loads", two, loads.cells(two, (0.75,), ("ff",)), 1, None, False, tmp_path)
     assert ran == [1, 2, 3]
@@ -196,7 +204,7 @@ def test_sweep_writes_each_cell_at_once_and_resumes(tmp_path: Path, monkeypatch:
     with pytest.raises(sweep.UserError, match="made by other code"):
         sweep.run("loads", two, loads.cells(two, (0.75,), ("ff",)), 1, None, False, tmp_path)
     assert ran == [1, 2, 3]
-    assert sweep.load_sweep("loads", two, tmp_path).runs[0]["metrics"] == first.runs[0]["metrics"]
+    assert sweep.load_sweep("loads", two, tmp_path).runs[0].metrics == first.runs[0].metrics
     # A file of an earlier revision never computes the same: refused outright.
     doc["scale"]["revision"] = 2
     path.write_text(json.dumps(doc))
@@ -214,11 +222,11 @@ def test_runs_of_other_code_are_adopted_only_when_they_recompute_identically(tmp
         r["code"] = "0123456789abcdef"  # as if another version of the package had made them
     wall = {r["cell"]: r["wall_s"] for r in made["runs"]}
     # A stored result that this code does not reproduce refuses the adoption and changes nothing.
-    sample = sweep.adoption_sample(made["runs"])
-    assert {r["policy"] for r in sample} == {"ff", "tc"}  # one cell of each policy, the cheapest
-    assert all(wall[r["cell"]] == min(w for k, w in wall.items() if f"|{r['policy']}|" in k) for r in sample)
+    sample = sweep.adoption_sample(sweep.sweep_runs(made))
+    assert {r.policy for r in sample} == {"ff", "tc"}  # one cell of each policy, the cheapest
+    assert all(wall[r.cell] == min(w for k, w in wall.items() if f"|{r.policy}|" in k) for r in sample)
     tampered = json.loads(json.dumps(made))
-    victim = next(r for r in tampered["runs"] if r["cell"] == sample[0]["cell"])
+    victim = next(r for r in tampered["runs"] if r["cell"] == sample[0].cell)
     victim["metrics"]["active_pms"] += 1.0
     path.write_text(json.dumps(tampered))
     with pytest.raises(sweep.UserError, match="computes differently"):
@@ -227,13 +235,13 @@ def test_runs_of_other_code_are_adopted_only_when_they_recompute_identically(tmp
     # Stored results this code reproduces are adopted: a rerun then runs nothing.
     path.write_text(json.dumps(made))
     checked = sweep.adopt("loads", scale, tmp_path, show=False)
-    assert sorted(checked) == sorted(r["cell"] for r in sample)
+    assert sorted(checked) == sorted(r.cell for r in sample)
     adopted = json.loads(path.read_text())
     assert {r["code"] for r in adopted["runs"]} == {sweep.code_id()}
     assert {r["adopted_from"] for r in adopted["runs"]} == {"0123456789abcdef"}
     assert [r["metrics"] for r in adopted["runs"]] == [r["metrics"] for r in made["runs"]]
     again = sweep.run("loads", scale, cells, 1, None, False, tmp_path)
-    assert [r["wall_s"] for r in again.runs] == [r["wall_s"] for r in made["runs"]]  # none rerun
+    assert [r.wall_s for r in again.runs] == [r["wall_s"] for r in made["runs"]]  # none rerun
 
 
 def test_two_commands_sharing_a_results_file_keep_each_others_cells(
@@ -256,7 +264,7 @@ def test_two_commands_sharing_a_results_file_keep_each_others_cells(
     stored = json.loads(sweep.results_path("loads", a, tmp_path).read_text())
     assert sorted(r["seed"] for r in stored["runs"]) == [1, 2, 3]
     assert stored["scale"]["seeds"] == [1, 2, 3]
-    assert sorted(r["seed"] for r in result.runs) == [1, 2, 3]
+    assert sorted(r.seed for r in result.runs) == [1, 2, 3]
     assert not list(tmp_path.glob("*.tmp"))
 
 
@@ -278,7 +286,7 @@ def test_sweep_interrupted_keeps_finished_cells(tmp_path: Path, monkeypatch: pyt
     # The file says how long the sweep ran until the interruption: at least its finished run's time.
     assert left["wall_s"] >= round(left["runs"][0]["wall_s"], 1)
     resumed = sweep.run("loads", scale, cells, 1, None, False, tmp_path)
-    assert sorted(r["seed"] for r in resumed.runs) == [1, 2]
+    assert sorted(r.seed for r in resumed.runs) == [1, 2]
 
 
 def test_a_cell_killed_mid_run_resumes_from_its_checkpoint(
@@ -305,7 +313,7 @@ def test_a_cell_killed_mid_run_resumes_from_its_checkpoint(
     assert "left (checkpoint at " in capsys.readouterr().out
     resumed = sweep.run("loads", SMOKE, cells, 1, None, False, tmp_path)
     assert not saved.exists()
-    assert [r["metrics"] for r in resumed.runs] == [r["metrics"] for r in whole.runs]
+    assert [r.metrics for r in resumed.runs] == [r.metrics for r in whole.runs]
 
 
 def test_parse_seeds() -> None:
@@ -357,7 +365,7 @@ def test_rivals_smoke_pairs_with_the_stored_loads_sweep(tmp_path: Path) -> None:
     )
     base = rivals.paper_runs(SMOKE, tmp_path)
     assert rivals.check_pairing(mine, base) == len(SMOKE.seeds)  # FF here equals FF stored, seed by seed
-    paired = sweep.Sweep("rivals", SMOKE, mine.cells, [*mine.runs, *(r for r in base if r["policy"] != "ff")])
+    paired = sweep.Sweep("rivals", SMOKE, mine.cells, [*mine.runs, *(r for r in base if r.policy != "ff")])
     findings = rivals.analyse(paired, (0.75,))
     assert set(findings["0.75"]) == {"dra", "fgd"}
     wins, runs = findings["0.75"]["fgd"]["origamig_fewer_pms"]
@@ -365,6 +373,6 @@ def test_rivals_smoke_pairs_with_the_stored_loads_sweep(tmp_path: Path) -> None:
     rivals.print_tables(paired, (0.75,), findings)
     assert rivals.draw(paired, (0.75,), tmp_path).read_bytes()[:8] == PNG_MAGIC
     # Runs of other requests are refused: the FF control no longer matches.
-    other = [dict(r, metrics={**r["metrics"], "active_pms": r["metrics"]["active_pms"] + 1}) for r in base]
+    other = [dataclasses.replace(r, metrics={**r.metrics, "active_pms": -1.0}) for r in base]
     with pytest.raises(UserError, match="not paired"):
         rivals.check_pairing(mine, other)

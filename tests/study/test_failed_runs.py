@@ -94,14 +94,14 @@ def test_the_sweep_stores_a_failed_cell_as_failed_and_a_rerun_retries_it(
     assert [r["cell"] for r in stored["runs"]] == [cells[0].key, cells[2].key]
     assert [f["cell"] for f in stored["failed"]] == [cells[1].key]
     assert "NO-SUCH-GPU" in stored["failed"][0]["error"]
-    assert [r["cell"] for r in done.runs] == [cells[0].key, cells[2].key]
+    assert [r.cell for r in done.runs] == [cells[0].key, cells[2].key]
     sweep.list_cells("failing", scale, cells, tmp_path)
     assert "failed: RequestsFileError: " in capsys.readouterr().out
 
     requests_file.write_text(GOOD)
     again = sweep.run("failing", scale, cells, workers=1, show_progress=False, out_dir=tmp_path)
     assert "2 of 3 cells already in the results file, skipped" in capsys.readouterr().out
-    assert sorted(r["cell"] for r in again.runs) == sorted(c.key for c in cells) and not again.failed
+    assert sorted(r.cell for r in again.runs) == sorted(c.key for c in cells) and not again.failed
     assert "failed" not in json.loads(sweep.results_path("failing", scale, tmp_path).read_text())
 
 

@@ -5,10 +5,11 @@ are what a table compares (a policy, or a policy with options); the columns what
 load, a variant, or nothing). Every run is kept in the JSON results (`store`) with the code that
 made it, the scale it ran at, means and 95% CIs per (row, column). docs/studies.md is the guide.
 
-Modules: `scale` (how big), `cells` (what runs, a sweep's runs by cell), `records` (a finished cell
-as stored), `store` (the results file), `engine` (running and listing), `adopt` (taking over runs of
-other code once they recompute identically), `tables` and `figures` (showing results). This module
-gathers the names the benchmark scripts use (their shared command line is benchmarks/sweep_cli.py).
+Modules: `scale` (how big), `cells` (what runs), `records` (a finished cell as stored, `RunRecord`),
+`runs` (a sweep's runs by cell), `store` (the results file), `engine` (running and listing), `adopt`
+(taking over runs of other code once they recompute identically), `tables` and `figures` (showing
+results). This module gathers the names the benchmark scripts use (their shared command line is
+benchmarks/sweep_cli.py).
 """
 
 from origamig.errors import UserError
@@ -17,10 +18,11 @@ from origamig.study.runner import run_all
 from origamig.study.seeds import parse_seeds
 from origamig.study.spread import ERRBAR_NOTE, errbar, errbars
 from origamig.study.sweep.adopt import adopt, adoption_sample
-from origamig.study.sweep.cells import Cell, Sweep, cell_key, cells_of, covering
+from origamig.study.sweep.cells import Cell, cell_key
 from origamig.study.sweep.engine import list_cells, run
 from origamig.study.sweep.figures import OURS_COLOR, POLICY_COLORS, POLICY_LABELS, figure, save_figure
-from origamig.study.sweep.records import DERIVED_NAMES, derive, pms_per_100_gpus_served, record
+from origamig.study.sweep.records import DERIVED_NAMES, RunRecord, derive, pms_per_100_gpus_served, record
+from origamig.study.sweep.runs import Sweep, cells_of, covering
 from origamig.study.sweep.scale import FULL, QUICK, SCALES, SMOKE, Scale
 from origamig.study.sweep.store import (
     checkpoint_path,
@@ -29,6 +31,7 @@ from origamig.study.sweep.store import (
     results_path,
     stored_runs,
     summary,
+    sweep_runs,
     write_json,
     write_partial,
 )
@@ -48,6 +51,7 @@ __all__ = [
     "SMOKE",
     "Cell",
     "MeanCi",
+    "RunRecord",
     "Scale",
     "Shown",
     "Sweep",
@@ -78,6 +82,7 @@ __all__ = [
     "save_figure",
     "stored_runs",
     "summary",
+    "sweep_runs",
     "write_json",
     "write_partial",
 ]  # fmt: skip

@@ -15,35 +15,40 @@ from typing import Any
 from origamig.errors import UserError
 from origamig.study.progress import Job, RunsProgress
 from origamig.study.runner import FailedRun, run_all
-from origamig.study.sweep.cells import Cell, cells_of
-from origamig.study.sweep.records import differences, record
+from origamig.study.sweep.cells import Cell
+from origamig.study.sweep.records import RunRecord, differences, record
+from origamig.study.sweep.runs import cells_of
 from origamig.study.sweep.scale import Scale
-from origamig.study.sweep.store import LAST_REVISION, check_setting, code_id, read_doc, results_path, write
+from origamig.study.sweep.store import (
+    LAST_REVISION,
+    check_setting,
+    code_id,
+    read_doc,
+    results_path,
+    sweep_runs,
+    write,
+)
 
 
-def adoption_sample(stale: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def adoption_sample(stale: list[RunRecord]) -> list[RunRecord]:
     """The cheapest run of each policy among `stale` (in policy order of first appearance)."""
-    cheapest: dict[str, dict[str, Any]] = {}
+    cheapest: dict[str, RunRecord] = {}
     for r in stale:
-        best = cheapest.get(r["policy"])
-        if best is None or float(r.get("wall_s") or 0.0) < float(best.get("wall_s") or 0.0):
-            cheapest[r["policy"]] = r
+        best = cheapest.get(r.policy)
+        if best is None or float(r.wall_s or 0.0) < float(best.wall_s or 0.0):
+            cheapest[r.policy] = r
     return list(cheapest.values())
 
 
-def _sample_cells(
-    path: Path, sample: list[dict[str, Any]], scale: Scale, known: Sequence[Cell]
-) -> list[Cell]:
+def _sample_cells(path: Path, sample: list[RunRecord], scale: Scale, known: Sequence[Cell]) -> list[Cell]:
     """The cell of each sampled run: the command's own with its key (`known`), else rebuilt from the
     record; `UserError` when one does not rebuild to its key."""
     by_key = {c.key: c for c in known}
     rebuilt = cells_of(sample, scale)
-    cells = [by_key.get(r["cell"], cell) for r, cell in zip(sample, rebuilt, strict=True)]
+    cells = [by_key.get(r.cell, cell) for r, cell in zip(sample, rebuilt, strict=True)]
     for r, cell in zip(sample, cells, strict=True):
-        if cell.key != r["cell"]:
-            raise UserError(
-                f"--adopt: {path}: cell {r['cell']!r} does not rebuild at this scale ({cell.key})"
-            )
+        if cell.key != r.cell:
+            raise UserError(f"--adopt: {path}: cell {r.cell!r} does not rebuild at this scale ({cell.key})")
     return cells
 
 
@@ -66,8 +71,7 @@ def adopt(
         raise UserError(f"--adopt: {path}: no stored results to adopt")
     check_setting(path, doc, scale)
     code = code_id()
-    runs = [r for r in doc.get("runs", []) if isinstance(r, dict) and r.get("cell")]
-    stale = [r for r in runs if r.get("code") != code]
+    stale = [r for r in sweep_runs(doc) if r.code != code]
     if not stale:
         print(f"{path}: every run was made by this code ({code}); nothing to adopt")
         return []
@@ -90,15 +94,27 @@ def adopt(
             [f"--adopt: {path}: this code computes differently; the stored runs are kept as they were, "
              "--fresh reruns every cell", *problems]
         )  # fmt: skip
-    sources = sorted({str(r.get("code") or f"revision {LAST_REVISION}") for r in stale})
-    for r in stale:
-        r["adopted_from"] = r.get("code") or f"revision {LAST_REVISION}"
-        r["code"] = code
+    sources = sorted({str(r.code or f"revision {LAST_REVISION}") for r in stale})
+    doc["runs"] = [_adopted(r, code) for r in doc["runs"]]
     doc.setdefault("adoptions", []).append(
-        {"from": sources, "to": code, "checked": [r["cell"] for r in sample], "runs": len(stale),
+        {"from": sources, "to": code, "checked": [r.cell for r in sample], "runs": len(stale),
          "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     )  # fmt: skip
     doc["scale"] = {k: v for k, v in doc["scale"].items() if k != "revision"}
     write(path, doc)
     print(f"{path}: {len(sample)} recomputed cells identical; {len(stale)} runs adopted as code {code}")
-    return [r["cell"] for r in sample]
+    return [r.cell for r in sample]
+
+
+def _adopted(doc: Any, code: str) -> Any:
+    """A stored run (JSON) as adopted by `code`: its record names the code it was made by (or the last
+    hand-numbered revision) in `adopted_from`; entries that are no run of a cell stay as they are."""
+    if not (isinstance(doc, dict) and doc.get("cell")):
+        return doc
+    run_ = RunRecord.from_json(doc)
+    if run_.code == code:
+        return doc
+    adopted = RunRecord.from_json(
+        doc | {"adopted_from": run_.code or f"revision {LAST_REVISION}", "code": code}
+    )
+    return adopted.to_json()

@@ -19,8 +19,9 @@ from origamig.sim.engine import CHECKPOINT_EVERY_S, checkpoint_header
 from origamig.sim.workload import HOUR
 from origamig.study.progress import Job, RunsProgress, failure_of
 from origamig.study.runner import run_all
-from origamig.study.sweep.cells import Cell, Sweep, cells_of, covering
+from origamig.study.sweep.cells import Cell
 from origamig.study.sweep.records import record
+from origamig.study.sweep.runs import Sweep, cells_of, covering
 from origamig.study.sweep.scale import Scale
 from origamig.study.sweep.store import (
     checkpoint_path,
@@ -45,7 +46,7 @@ def run(
     `out_dir`, keep and store the results there (module docstring). The sweep holds every stored run
     of this scale, not only this command's cells."""
     stored = stored_runs(name, scale, out_dir) if out_dir is not None else []
-    done_keys = {r["cell"] for r in stored}
+    done_keys = {r.cell for r in stored}
     todo = [c for c in cells if c.key not in done_keys]
     scale = covering(scale, stored)
     order = sorted(range(len(todo)), key=lambda i: todo[i].policy != "origamig")
@@ -58,7 +59,7 @@ def run(
         ]  # fmt: skip
     sweep = Sweep(name, scale, [*cells_of(stored, scale), *(c for c in cells if c.key not in done_keys)])
     sweep.runs = list(stored)
-    stored_wall_s = sum(float(r.get("wall_s") or 0.0) for r in stored)
+    stored_wall_s = sum(float(r.wall_s or 0.0) for r in stored)
     sweep.wall_s = stored_wall_s
     t0 = time.perf_counter()
     if len(todo) < len(cells):
@@ -82,7 +83,7 @@ def run(
         run_all(specs, workers=workers, scheduler=scheduler, progress=shown.live, done=done)
     sweep.wall_s = stored_wall_s + (time.perf_counter() - t0)
     position = {c.key: n for n, c in enumerate(sweep.cells)}
-    sweep.runs.sort(key=lambda r: position.get(r["cell"], len(position)))
+    sweep.runs.sort(key=lambda r: position.get(r.cell, len(position)))
     if sweep.failed:
         print(f"{name}: {len(sweep.failed)} cells failed (a rerun tries them again):")
         for f in sweep.failed:
@@ -101,7 +102,7 @@ def _identity(cell: Cell) -> dict[str, Any]:
 def list_cells(name: str, scale: Scale, cells: Sequence[Cell], out_dir: Path) -> None:
     """Print every cell of the command — done, failed or left — and how many other cells are stored.
     Runs of other code are listed as such (`--adopt` or a rerun takes care of them)."""
-    stored = {r["cell"]: r for r in stored_runs(name, scale, out_dir, any_code=True)}
+    stored = {r.cell: r for r in stored_runs(name, scale, out_dir, any_code=True)}
     failed = {f["cell"]: f for f in stored_failed(name, scale, out_dir)}
     code = code_id()
     wanted = {c.key for c in cells}
@@ -109,10 +110,10 @@ def list_cells(name: str, scale: Scale, cells: Sequence[Cell], out_dir: Path) ->
     for c in cells:
         run_ = stored.get(c.key)
         if run_ is not None:
-            cpu = f", {run_['cpu_s']:.0f} s CPU" if run_.get("cpu_s") is not None else ""
-            state = f"done ({run_['wall_s']:.0f} s wall{cpu})"
-            if run_.get("code") != code:
-                state += f" by other code ({run_.get('code') or 'revision 3'}): --adopt checks it"
+            cpu = f", {run_.cpu_s:.0f} s CPU" if run_.cpu_s is not None else ""
+            state = f"done ({run_.wall_s:.0f} s wall{cpu})"
+            if run_.code != code:
+                state += f" by other code ({run_.code or 'revision 3'}): --adopt checks it"
         else:
             left += 1
             state = f"failed: {failed[c.key]['error']}" if c.key in failed else "left"

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from origamig.study.spread import ERRBAR_NOTE
-from origamig.study.sweep.cells import Sweep
+from origamig.study.sweep.runs import Sweep
 
 OURS_COLOR = "tab:blue"
 POLICY_COLORS = {"ff": "tab:gray", "mfi": "tab:green", "tc": "tab:orange", "origamig": "tab:blue"}

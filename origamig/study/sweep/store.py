@@ -12,7 +12,7 @@ import hashlib
 import json
 import os
 import platform
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +20,9 @@ from origamig.errors import UserError
 from origamig.sim.fleet import fleet_from_dict
 from origamig.snapshot.document import write_text_atomic
 from origamig.study.runner import source_fingerprint
-from origamig.study.sweep.cells import Cell, Sweep, cells_of, covering, json_value, without_unset_hardware
-from origamig.study.sweep.records import DERIVED_NAMES, derive, pms_per_100_gpus_served
+from origamig.study.sweep.cells import Cell, json_value, without_unset_hardware
+from origamig.study.sweep.records import DERIVED_NAMES, RunRecord, derive, pms_per_100_gpus_served
+from origamig.study.sweep.runs import Sweep, cells_of, covering
 from origamig.study.sweep.scale import Scale
 
 # The last hand-numbered results revision: files of earlier revisions were made by code that computes
@@ -86,7 +87,7 @@ def _has_code(doc: dict[str, Any]) -> bool:
     return any(isinstance(r, dict) and r.get("code") for r in doc.get("runs", []))
 
 
-def stored_runs(name: str, scale: Scale, out_dir: Path, *, any_code: bool = False) -> list[dict[str, Any]]:
+def stored_runs(name: str, scale: Scale, out_dir: Path, *, any_code: bool = False) -> list[RunRecord]:
     """The runs already in the results file (finished cells of earlier invocations).
 
     Unless `any_code`, a file holding runs of other code is refused with the way out (`--adopt`)."""
@@ -95,19 +96,27 @@ def stored_runs(name: str, scale: Scale, out_dir: Path, *, any_code: bool = Fals
     if doc is None:
         return []
     check_setting(path, doc, scale)
-    runs = [r for r in doc.get("runs", []) if r.get("cell")]
-    stale = [r for r in runs if r.get("code") != code_id()]
+    runs = sweep_runs(doc)
+    stale = [r for r in runs if r.code != code_id()]
     if stale and not any_code:
-        made_by = sorted({str(r.get("code") or f"revision {LAST_REVISION}") for r in stale})
+        made_by = sorted({str(r.code or f"revision {LAST_REVISION}") for r in stale})
         raise UserError(
             f"{path}: {len(stale)} of {len(runs)} runs were made by other code ({', '.join(made_by)}; "
             f"this is {code_id()}); --adopt recomputes a sample and, if identical, keeps them as this "
             "code's; --fresh reruns every cell"
         )
-    for r in runs:  # runs stored before a derived metric existed get it from their own metrics
-        served = pms_per_100_gpus_served(r["metrics"], scale.measure_h)
-        r["metrics"].setdefault("pms_per_100_gpus_served", served)
-    return runs
+    # runs stored before a derived metric existed get it from their own metrics
+    return [r if "pms_per_100_gpus_served" in r.metrics else _with_served(r, scale) for r in runs]
+
+
+def _with_served(run_: RunRecord, scale: Scale) -> RunRecord:
+    served = pms_per_100_gpus_served(run_.metrics, scale.measure_h)
+    return replace(run_, metrics={**run_.metrics, "pms_per_100_gpus_served": served})
+
+
+def sweep_runs(doc: dict[str, Any]) -> list[RunRecord]:
+    """The run records of a results document: its `runs` that name a cell."""
+    return [RunRecord.from_json(r) for r in doc.get("runs", []) if isinstance(r, dict) and r.get("cell")]
 
 
 def stored_failed(name: str, scale: Scale, out_dir: Path) -> list[dict[str, Any]]:
@@ -133,7 +142,7 @@ def write_json(sweep: Sweep, extra: dict[str, Any], out_dir: Path) -> Path:
         **_head(sweep),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         "wall_s": round(sweep.wall_s, 1),
-        "runs": sweep.runs,
+        "runs": [r.to_json() for r in sweep.runs],
         **({"failed": sweep.failed} if sweep.failed else {}),
         "summary": summary(sweep),
         **extra,
@@ -148,7 +157,7 @@ def write_partial(sweep: Sweep, out_dir: Path) -> Path:
         **_head(sweep),
         "partial": True,
         "wall_s": round(sweep.wall_s, 1),
-        "runs": sweep.runs,
+        "runs": [r.to_json() for r in sweep.runs],
         **({"failed": sweep.failed} if sweep.failed else {}),
     }
     return write(results_path(sweep.name, sweep.scale, out_dir), doc)
@@ -162,13 +171,13 @@ def merge_stored(sweep: Sweep, out_dir: Path) -> None:
     """Take into `sweep` the runs that another command stored in its results file since it read
     it, so that two commands sharing one file (say, two seeds in two shells) never drop each
     other's finished cells when they write; failures of cells that have since finished are dropped."""
-    mine = {r["cell"] for r in sweep.runs}
-    new = [r for r in stored_runs(sweep.name, sweep.scale, out_dir, any_code=True) if r["cell"] not in mine]
+    mine = {r.cell for r in sweep.runs}
+    new = [r for r in stored_runs(sweep.name, sweep.scale, out_dir, any_code=True) if r.cell not in mine]
     if new:
         sweep.runs.extend(new)
         sweep.cells.extend(cells_of(new, sweep.scale))
         sweep.scale = covering(sweep.scale, new)
-    done = {r["cell"] for r in sweep.runs}
+    done = {r.cell for r in sweep.runs}
     failed = {f["cell"]: f for f in [*stored_failed(sweep.name, sweep.scale, out_dir), *sweep.failed]}
     sweep.failed = [f for k, f in failed.items() if k not in done]
 
@@ -190,14 +199,13 @@ def load_sweep(name: str, scale: Scale, out_dir: Path) -> Sweep:
     stored["seeds"] = tuple(stored["seeds"])
     stored["fleet"] = fleet_from_dict(stored["fleet"]) if stored.get("fleet") else None
     scale = Scale(**stored)
-    cells = cells_of(doc["runs"], scale)
-    for run_, cell in zip(doc["runs"], cells, strict=True):
-        derive(run_, cell.config)
+    runs = [RunRecord.from_json(r) for r in doc["runs"]]
+    cells = cells_of(runs, scale)
     return Sweep(
         name,
         scale,
         cells,
-        runs=list(doc["runs"]),
+        runs=[derive(run_, cell.config) for run_, cell in zip(runs, cells, strict=True)],
         wall_s=float(doc.get("wall_s") or 0.0),
         failed=list(doc.get("failed", [])),
     )
