@@ -48,6 +48,15 @@ def publish(
     print(f"wrote {out} and {png} in {doc['wall_s']:.0f} s")
 
 
+def redraw(path: Path, show: Callable[[Any], None], draw: Callable[[Any, Path], None]) -> int:
+    """`--from-json PATH`: a stored results file's table (`show`) and figure (`draw`, to PATH.png),
+    nothing run; the script's exit code."""
+    doc = json.loads(path.read_text())
+    show(doc)
+    draw(doc, path.with_suffix(".png"))
+    return 0
+
+
 def results_file(out: Path, default: Path) -> Path:
     """Where a benchmark writes: `out`, or `default`'s file name inside `out` when it is a folder."""
     return out / default.name if out.is_dir() else out

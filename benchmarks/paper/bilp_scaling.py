@@ -18,7 +18,6 @@ final gap where most solves hit the limit.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import statistics
@@ -36,7 +35,7 @@ from benchmarks.paper_values import (
     FIG3B_LAST_DOUBLINGS,
     FIG3B_TIME_S,
 )
-from benchmarks.publish import publish
+from benchmarks.publish import publish, redraw
 from origamig.bilp import Limits
 from origamig.cluster.catalog import default_catalog
 from origamig.cluster.datacenter import DataCenter
@@ -349,10 +348,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--from-json", type=Path, help="redraw a results file (table and PNG), no solve")
     args = ap.parse_args(argv)
     if args.from_json:
-        doc = json.loads(args.from_json.read_text())
-        print_table(doc)
-        draw(doc, args.from_json.with_suffix(".png"))
-        return 0
+        return redraw(args.from_json, print_table, draw)
     setup = FULL if args.full else QUICK
     changes: dict[str, Any] = {"solver": args.solver}
     if args.time_limit:

@@ -31,7 +31,7 @@ from typing import Any
 
 from benchmarks import RESULTS
 from benchmarks.paper_values import TABLE10, TABLE12_CALL_MEDIAN_S
-from benchmarks.publish import publish, quantile, results_file, scale_parser, write_json
+from benchmarks.publish import publish, quantile, redraw, results_file, scale_parser, write_json
 from origamig.bilp import Limits, build_model, compile_model, restrict, solve_region
 from origamig.bilp.backends.deadline import cpu_seconds
 from origamig.bilp.compile import Compiled
@@ -360,10 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     args.out = results_file(args.out, RESULTS / "solver_replay.json")
     if args.from_json:
-        doc = json.loads(args.from_json.read_text())
-        print_table(doc)
-        draw(doc, args.from_json.with_suffix(".png"))
-        return 0
+        return redraw(args.from_json, print_table, draw)
     setup = FULL if args.full else QUICK
     settings = tuple((n, int(t)) for n, t in (x.rsplit("-", 1) for x in args.settings.split(",")))
     name = "full" if args.full else "quick"
