@@ -108,10 +108,6 @@ def _fits_counts(dc: DataCenter, vm: VmSpec, j: int, empty: bool) -> bool:
     return True
 
 
-def _free_memory_slices(dc: DataCenter, j: int) -> int:
-    return dc.free_memory_slices(j)
-
-
 class _Builder:
     """Accumulates M̂ and |N̂| under the bounds."""
 
@@ -242,7 +238,7 @@ def _fitting(
         return first, fit, True
     pool = _pool(candidates_by_class, vm) if vm.gis else all_pms
     spares = [j for j in pool if fits_counts(dc, vm, j, empty=True)]
-    spares.sort(key=lambda j: (not dc.is_active(j), -_free_memory_slices(dc, j), j))
+    spares.sort(key=lambda j: (not dc.is_active(j), -dc.free_memory_slices(j), j))
     return (spares[0], iter(spares[1:]), False) if spares else (None, iter(()), False)
 
 
@@ -364,7 +360,7 @@ def select_consolidation(
     if spill:
         receivers += [j for j in sources if j not in b.chosen]
     receivers = [j for j in receivers if j not in visited]
-    receivers.sort(key=lambda j: (-_free_memory_slices(dc, j), -dc.free_cpu_m(j), j))
+    receivers.sort(key=lambda j: (-dc.free_memory_slices(j), -dc.free_cpu_m(j), j))
     kept_receivers: list[int] = []
     for j in receivers:
         if b.full:
