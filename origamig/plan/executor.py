@@ -35,7 +35,7 @@ passes, plus per blocked round O(steps · GIs) to build the digraph and score th
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -168,14 +168,10 @@ class _Planner:
 
     def _finish(self) -> Plan:
         pm_id = [p.id for p in self.dc.pms]
-        switch_on = sorted(j for j in self.used_pms if not self.was_active(j))
-        touched = self.used_pms | self.left_pms
-        switch_off = sorted(
-            j for j in touched if (self.was_active(j) or j in self.used_pms) and not self.dc.is_active(j)
-        )
-        steps: list[Step] = [PowerOn(pm_id[j]) for j in switch_on]
+        on, off = _power_switches(self.was_active, self.dc.is_active, self.used_pms, self.left_pms)
+        steps: list[Step] = [PowerOn(pm_id[j]) for j in on]
         steps += self.steps
-        steps += [PowerOff(pm_id[j]) for j in switch_off]
+        steps += [PowerOff(pm_id[j]) for j in off]
         return Plan(
             steps=tuple(steps),
             cost=cost_of(self.moves, steps, self.bandwidth),
@@ -437,9 +433,8 @@ def chain_plans(current: DataCenter, plans: Sequence[Plan], final: DataCenter) -
     index = current.index
     vm_steps = [s for p in plans for s in p.steps if not isinstance(s, PowerOn | PowerOff)]
     used = {index[s.to_pm if isinstance(s, Migrate) else s.pm] for s in vm_steps}
-    on = {j for j in range(len(current.pms)) if current.is_active(j)}
-    switch_on = sorted(used - on)
-    switch_off = sorted(j for j in on | used if not final.is_active(j))
+    left = {index[s.from_pm] for s in vm_steps if isinstance(s, Migrate)}
+    switch_on, switch_off = _power_switches(current.is_active, final.is_active, used, left)
     steps: list[Step] = [PowerOn(pm_id[j]) for j in switch_on]
     steps += vm_steps
     steps += [PowerOff(pm_id[j]) for j in switch_off]
@@ -452,3 +447,14 @@ def chain_plans(current: DataCenter, plans: Sequence[Plan], final: DataCenter) -
         moves=moves,
         final_placement=dict(final.placement),
     )
+
+
+def _power_switches(
+    was_active: Callable[[int], bool], is_active: Callable[[int], bool], used: set[int], left: set[int]
+) -> tuple[list[int], list[int]]:
+    """The PMs a plan switches on (a VM goes to them, they were empty) and off (they were on or are
+    switched on, and end empty), ascending. Only the PMs its VM steps touch — `used` (VMs went to
+    them) and `left` (VMs left them) — can change, so no other PM is read."""
+    switch_on = sorted(j for j in used if not was_active(j))
+    switch_off = sorted(j for j in used | left if (was_active(j) or j in used) and not is_active(j))
+    return switch_on, switch_off
