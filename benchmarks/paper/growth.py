@@ -10,7 +10,8 @@ per PM: each GPU model's arrival rate is set so that it carries ρ = 0.85 on its
 - the remedy the paper proposes and does not test, calls side by side on disjoint neighborhoods
   (`calls_per_step=K`, docs/policies.md#extensions): `side-4` (K = 4 at every size) and
   `side-scaled` (K = PMs/128: one call per 128 PMs per check, the paper's own ratio at 128 PMs).
-  Side-by-side calls each last their own modeled time, in parallel (an operator needs K cores).
+  Side-by-side calls each last their own modeled time, in parallel (an operator needs K cores);
+  `--solve-workers N` solves them in N processes here too (the same results, less wall time).
   A row whose K equals another's at a size (side-scaled is K = 1 at 128 PMs, K = 4 at 512) is that
   row's run, not a second one.
 
@@ -27,6 +28,7 @@ and growth-<scale>.png (fewer PMs than FF, and calls per hour, against PMs).
     nohup python -m benchmarks.paper.growth --full --workers 1 > growth.log 2>&1 &   # 128 ... 4,096 PMs
     python -m benchmarks.paper.growth --full --scheduler tcp://HOST:8786             # on a Dask cluster
     python -m benchmarks.paper.growth --full --cells                 # what is done, what is left
+    python -m benchmarks.paper.growth --full --policies side-4 --sizes 512 --solve-workers 2
 """
 
 from __future__ import annotations
@@ -82,8 +84,11 @@ def config_of(scale: Scale, pms: int, options: tuple[tuple[str, Any], ...] = ())
     return scale.config(load=LOAD, pms=pms, policy_options=options)
 
 
-def cells(scale: Scale, sizes: Sequence[int], names: Sequence[str] = NAMES) -> list[Cell]:
-    """One cell per (size, row, seed): column = the PM count; OrigaMIG rows deduplicated by K."""
+def cells(
+    scale: Scale, sizes: Sequence[int], names: Sequence[str] = NAMES, solve_workers: int = 1
+) -> list[Cell]:
+    """One cell per (size, row, seed): column = the PM count; OrigaMIG rows deduplicated by K; a
+    side-by-side row's calls solved by `solve_workers` processes (the same cell and results)."""
     out: list[Cell] = []
     for pms in sizes:
         ks: list[int] = []
@@ -96,7 +101,8 @@ def cells(scale: Scale, sizes: Sequence[int], names: Sequence[str] = NAMES) -> l
             if k in ks:
                 continue
             ks.append(k)
-            options = scale.origamig_options(**({"calls_per_step": k} if k > 1 else {}))
+            side = {"calls_per_step": k} | ({"solve_workers": solve_workers} if solve_workers > 1 else {})
+            options = scale.origamig_options(**(side if k > 1 else {}))
             config = config_of(scale, pms, options)
             out.extend(Cell(row_of(k), str(pms), "origamig", config, seed) for seed in scale.seeds)
     return out
@@ -391,7 +397,9 @@ def main(args: argparse.Namespace) -> None:
     names = tuple(args.policies.split(",")) if args.policies else NAMES
     for name in names:
         calls_per_step(name, 128)  # raises the UserError naming the known rows
-    chosen = cells(scale, sizes, names)
+    if args.solve_workers < 1:
+        raise UserError(f"--solve-workers: {args.solve_workers} must be a positive integer")
+    chosen = cells(scale, sizes, names, args.solve_workers)
     sw = sweep_cli.run_or_load(NAME, scale, chosen, args)  # each stored run names its PM count
     shown = sorted({*sizes, *(int(r.col) for r in sw.runs)})  # with sizes run by earlier commands
     findings = analyse(sw, shown)
@@ -431,6 +439,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help=f"rows to run now, comma-separated (default {','.join(NAMES)}; side-N: N calls per check); "
         "the tables show every stored run",
+    )
+    p.add_argument(
+        "--solve-workers",
+        type=int,
+        default=1,
+        help="processes that solve a check's side-by-side calls together (default 1: in turn); the "
+        "same results, less wall time with spare cores",
     )
     return p
 

@@ -123,14 +123,14 @@ class _RecordingOrigaMIG(OrigaMIG):
         self.record_from_s = record_from_s
         self.now = 0.0
         self.recorded: list[dict[str, Any]] = []
+        self.on_call = self._record
 
     def work(self, dc: DataCenter, now: float, locked: frozenset[int] = frozenset()) -> Work | None:
         self.now = now
         return super().work(dc, now, locked)
 
-    def _call(self, dc: DataCenter, nb: Neighborhood, select_s: float) -> Work:
-        work = super()._call(dc, nb, select_s)
-        if nb.pms and self.now >= self.record_from_s:
+    def _record(self, dc: DataCenter, nb: Neighborhood, work: Work) -> None:
+        if self.now >= self.record_from_s:
             self.recorded.append(
                 {
                     "t_s": self.now,
@@ -141,7 +141,6 @@ class _RecordingOrigaMIG(OrigaMIG):
                     "snapshot": neighborhood_document(dc, nb, self.weights),
                 }
             )
-        return work
 
 
 def record(setup: Setup) -> list[dict[str, Any]]:

@@ -113,18 +113,15 @@ def record_calls(fleet: Fleet, scale: Scale, seed: int) -> list[dict[str, Any]]:
     policy = make_run_policy("origamig", config, seed)
     recorded: list[dict[str, Any]] = []
     clock = {"now": 0.0}
-    work, call = policy.work, policy._call
+    work = policy.work
 
     def timed_work(dc: Any, now: float, locked: frozenset[int] = frozenset()) -> Any:
         clock["now"] = now
         return work(dc, now, locked)
 
-    def recording_call(dc: Any, nb: Any, select_s: float) -> Any:
-        snapshot = neighborhood_document(dc, nb, policy.weights) if nb.pms else None
-        result = call(dc, nb, select_s)
-        if nb.pms and clock["now"] >= config.warmup_s:
-            stats = getattr(result, "call", None)
-            proved = stats.proved_optimal if stats is not None else bool(result.stats.get("proved_optimal"))
+    def record_call(dc: Any, nb: Any, result: Any) -> None:
+        if clock["now"] >= config.warmup_s:
+            stats = result.call
             recorded.append(
                 {
                     "seed": seed,
@@ -135,13 +132,12 @@ def record_calls(fleet: Fleet, scale: Scale, seed: int) -> list[dict[str, Any]]:
                     "vms": nb.vm_count(dc),
                     "wall_s": result.wall_s,
                     "modeled_s": result.modeled_s,
-                    "proved": proved,
-                    "snapshot": snapshot,
+                    "proved": stats.proved_optimal if stats is not None else False,
+                    "snapshot": neighborhood_document(dc, nb, policy.weights),
                 }
             )
-        return result
 
-    policy.work, policy._call = timed_work, recording_call
+    policy.work, policy.on_call = timed_work, record_call
     Simulation(pms, requests, policy, config.warmup_s, config.measure_s, deterministic=True).run()
     return recorded
 

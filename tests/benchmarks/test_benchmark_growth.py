@@ -46,6 +46,17 @@ def test_cells_one_column_per_size_and_one_run_per_calls_per_check() -> None:
     assert len({c.key.split("|")[-1] for c in cells if c.row == "ff"}) == 4
 
 
+def test_solve_workers_reach_the_side_rows_and_keep_every_cell_key() -> None:
+    # The processes that solve a check's calls change the wall time only: a run with them resumes,
+    # and is stored as, the cell of the run without them.
+    plain = growth.cells(growth.FULL, (128, 512))
+    parallel = growth.cells(growth.FULL, (128, 512), solve_workers=2)
+    assert [c.key for c in parallel] == [c.key for c in plain]
+    for c in parallel:
+        side = dict(c.config.policy_options).get("calls_per_step", 1) > 1
+        assert dict(c.config.policy_options).get("solve_workers") == (2 if side else None)
+
+
 def test_every_size_keeps_the_mix_and_the_load_per_pm() -> None:
     for pms in (128, 1024):
         (cell,) = [c for c in growth.cells(growth.FULL, (pms,), ("ff",))]

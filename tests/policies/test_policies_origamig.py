@@ -530,11 +530,14 @@ def _side_by_side(policy, dc: DataCenter, now: float) -> list:
     return works
 
 
-def test_calls_side_by_side_cover_a_class_on_disjoint_pms_and_silence_it_together():
+@pytest.mark.parametrize("solve_workers", [1, 2])  # 2: chosen in turn, solved together in processes
+def test_calls_side_by_side_cover_a_class_on_disjoint_pms_and_silence_it_together(solve_workers: int):
     dc = stuck_a100_state(pms=4)  # no call can change anything
     single = make_policy("origamig", solver="highs", threads=1, m_max=2)
     assert [len(w.pms) for w in _side_by_side(single, dc, 10.0)] == [2]  # one call per check
-    policy = make_policy("origamig", solver="highs", threads=1, m_max=2, calls_per_step=4)
+    policy = make_policy(
+        "origamig", solver="highs", threads=1, m_max=2, calls_per_step=4, solve_workers=solve_workers
+    )
     first, second = _side_by_side(policy, dc, 10.0)  # the class has 4 PMs: two calls of 2, then none
     assert first.pms | second.pms == frozenset(range(4)) and not first.pms & second.pms
     assert policy.counters()["calls_side_by_side"] == 1
@@ -555,10 +558,13 @@ def test_a_class_stays_awake_when_one_of_its_side_by_side_calls_changed_somethin
     assert len(_side_by_side(policy, dc, 20.0)) == 2
 
 
-def test_one_admission_call_per_check_then_consolidation_beside_it():
+@pytest.mark.parametrize("solve_workers", [1, 2])
+def test_one_admission_call_per_check_then_consolidation_beside_it(solve_workers: int):
     dc = stuck_a100_state(pms=4)
     dc.add_pending(vm("p", "7g.40gb"))  # fits no PM as they are: an admission call
-    policy = make_policy("origamig", solver="highs", threads=1, m_max=2, calls_per_step=3)
+    policy = make_policy(
+        "origamig", solver="highs", threads=1, m_max=2, calls_per_step=3, solve_workers=solve_workers
+    )
     admission, consolidation = _side_by_side(policy, dc, 10.0)  # the third is never an admission call
     assert admission.kind == "admission" and consolidation.kind == "consolidation"
     assert admission.pms | consolidation.pms == frozenset(range(4))  # M_max = 2 each, disjoint
@@ -569,5 +575,7 @@ def test_one_admission_call_per_check_then_consolidation_beside_it():
 def test_calls_per_step_is_checked():
     with pytest.raises(UserError, match="calls_per_step: 0 must be a positive integer"):
         make_policy("origamig", calls_per_step=0)
+    with pytest.raises(UserError, match="solve_workers: 0 must be a positive integer"):
+        make_policy("origamig", solve_workers=0)
     with pytest.raises(UserError, match="calls_per_step: 2 cannot be combined with grow_to or rotate"):
         make_policy("origamig", calls_per_step=2, rotate=True)

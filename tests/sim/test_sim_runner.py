@@ -132,6 +132,18 @@ def test_origamig_calls_side_by_side_keep_every_state_valid_and_deterministic() 
     assert "calls_side_by_side" not in one.counters and a.calls > one.calls
 
 
+def test_side_by_side_calls_solved_in_worker_processes_give_the_same_run() -> None:
+    # The calls of a check chosen in turn, then solved together in two spawned processes: every
+    # call, its outcome and its modelled time are those of solving each in turn (deterministic budget).
+    options = (("calls_per_step", 4), ("m_max", 2), ("n_max", 8))
+    in_turn = run_one(RunSpec(TINY.replace(policy_options=options), "origamig", 3))
+    together = TINY.replace(policy_options=(*options, ("solve_workers", 2)))
+    parallel = run_one(RunSpec(together, "origamig", 3))
+    assert parallel.counters["calls_side_by_side"] > 0
+    assert parallel.metrics == in_turn.metrics and _counts(parallel) == _counts(in_turn)
+    assert parallel.calls == in_turn.calls
+
+
 def _counts(result) -> dict:
     """A run's counters without its wall times (these vary from run to run)."""
     return {k: v for k, v in result.counters.items() if not k.startswith("time_") and k != "median_call_s"}

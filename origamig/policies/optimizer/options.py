@@ -28,6 +28,8 @@ class Arrival(StrEnum):
 
 
 DEFAULT_ARRIVAL = Arrival.TC.value  # a plain string: it is written into stored sweep options
+# Options that change how a run is carried out, never its results: a run's stored key leaves them out.
+EXECUTION_ONLY = frozenset({"solve_workers"})
 _BOOLEAN = (
     "deterministic",
     "random_neighborhoods",
@@ -69,6 +71,7 @@ class OrigaMIGOptions:
     arrival: Arrival = Arrival.TC
     grow_to: int | None = None
     calls_per_step: int = 1
+    solve_workers: int = 1  # processes that solve a check's side-by-side calls together (same results)
     goal: Goal = Goal.PAPER  # the weights each call decides with (docs/solving.md#goals); serve: balanced
     gpu_order: bool = False  # number a started or moved VM's GIs in GPU order (serve: on; see decide)
     primal: bool = False  # the fast primal answer as each call's start (serve: on; bilp/primal.py)
@@ -138,7 +141,8 @@ def _problems(o: OrigaMIGOptions) -> list[str]:
         need(isinstance(getattr(o, key), bool), key, "must be true or false")
     need(o.grow_to is None or (integer(o.grow_to) and (not integer(o.m_max) or o.grow_to >= o.m_max)),
          "grow_to", "must be an integer ≥ m_max or null")  # fmt: skip
-    need(integer(o.calls_per_step) and o.calls_per_step >= 1, "calls_per_step", "must be a positive integer")
+    for key in ("calls_per_step", "solve_workers"):
+        need(integer(getattr(o, key)) and getattr(o, key) >= 1, key, "must be a positive integer")
     if integer(o.calls_per_step) and o.calls_per_step > 1:
         need(
             o.grow_to is None and not o.rotate,

@@ -18,9 +18,9 @@ import math
 import random
 import statistics
 import time
-from collections import Counter, defaultdict
+from collections import Counter, defaultdict, deque
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from origamig.bilp.backends.base import Limits, make_limits
@@ -55,6 +55,7 @@ from origamig.policies.optimizer.options import (
     Arrival,
     OrigaMIGOptions,
 )
+from origamig.policies.optimizer.solve_pool import CallJob, solve_calls
 from origamig.policies.optimizer.triggers import Triggers
 from origamig.policies.tc.rule import tc_fit_on_pm
 
@@ -106,6 +107,11 @@ class OrigaMIG:
         # admission call, then consolidation calls, several per class on the class's PMs not yet
         # held. A class is silenced only when every call of it started at that check changed nothing.
         self.calls_per_step = o.calls_per_step
+        # ... chosen in turn and, with `solve_workers` > 1, solved together in worker processes
+        # (`solve_pool`): the same calls and outcomes as solving each before choosing the next.
+        self.solve_workers = o.solve_workers
+        self._ready: deque[Work] = deque()  # calls of this check solved, not yet handed out
+        self._step_over = False  # the batch's last choice found no call (answered at the next ask)
         self._step_t: float | None = None  # the check whose calls are counted below
         self._step_calls = 0
         self._step_exhausted: set[str] = set()  # classes with no PM left to call on at this check
@@ -118,6 +124,9 @@ class OrigaMIG:
         # Told the PMs of each call as soon as its neighborhood is chosen, before it solves (the
         # service holds them meanwhile, as the simulator holds a call's PMs for its duration).
         self.on_select: Callable[[frozenset[int]], None] | None = None
+        # Told each call on PMs as it starts: the state it was chosen on, its neighborhood, its outcome
+        # (benchmarks record calls with it).
+        self.on_call: Callable[[DataCenter, Neighborhood, Work], None] | None = None
         self._calls: Counter[str] = Counter()
         self._wall: list[float] = []
         self._phase: defaultdict[str, float] = defaultdict(float)  # seconds per phase of the calls
@@ -126,8 +135,8 @@ class OrigaMIG:
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled (a run's checkpoint) without the reuse cache (it only saves solver time) and
-        without its `on_select` observer (a process's own)."""
-        return {**self.__dict__, "_unchanged": {}, "on_select": None}
+        without its observers (a process's own)."""
+        return {**self.__dict__, "_unchanged": {}, "on_select": None, "on_call": None}
 
     # --- arrivals and departures ----------------------------------------------------------------
     def arrive(self, dc: DataCenter, vm: VmSpec, now: float, locked: frozenset[int]) -> ArrivalDecision:
@@ -159,17 +168,47 @@ class OrigaMIG:
     def work(self, dc: DataCenter, now: float, locked: frozenset[int] = frozenset()) -> Work | None:
         if now != self._step_t:
             self._step_t, self._step_calls, self._step_exhausted = now, 0, set()
-        if self._step_calls >= self.calls_per_step:
+            self._ready.clear()
+            self._step_over = False
+        if self._ready:
+            return self._ready.popleft()
+        if self._step_over:  # the batch's last choice found no call: this ask's answer
+            self._step_over = False
             return None
-        work = self._next_call(dc, now, locked)
-        if work is not None:
+        self._ready.extend(self._start_calls(dc, now, locked))
+        return self._ready.popleft() if self._ready else None
+
+    def _start_calls(self, dc: DataCenter, now: float, locked: frozenset[int]) -> list[Work]:
+        """The next call of this check, or with `solve_workers` > 1 all the calls left to start at it,
+        chosen in turn (each off the PMs of those before) and then solved together."""
+        wanted = 1 if self.solve_workers == 1 else self.calls_per_step
+        chosen: list[Work | _Chosen] = []
+        held = locked
+        while len(chosen) < wanted and self._step_calls < self.calls_per_step:
+            pick = self._next_call(dc, now, held)
+            if pick is None:
+                self._step_over = bool(chosen)  # answered at the next ask, as if asked in turn
+                break
             if self._step_calls:
                 self._count["calls_side_by_side"] += 1
             self._step_calls += 1
-        return work
+            chosen.append(pick)
+            held = held | (pick.pms if isinstance(pick, Work) else frozenset(pick.nb.pms))
+        jobs = [c.job for c in chosen if isinstance(c, _Chosen) and c.job is not None]
+        solved = iter(solve_calls(dc, jobs, self.solve_workers))
+        out: list[Work] = []
+        for c in chosen:
+            if isinstance(c, Work):
+                out.append(c)
+                continue
+            work = next(solved) if c.job is not None else c.ready
+            assert work is not None
+            out.append(self._started(dc, c, work))
+        return out
 
-    def _next_call(self, dc: DataCenter, now: float, locked: frozenset[int]) -> Work | None:
-        """The next call of this check off the `locked` PMs: admission first, then consolidation."""
+    def _next_call(self, dc: DataCenter, now: float, locked: frozenset[int]) -> Work | _Chosen | None:
+        """The next call of this check off the `locked` PMs, chosen (solved later) or settled at once
+        (no PM to call on): admission first, then consolidation."""
         t0 = time.perf_counter()
         if dc.pending and not self._step_calls:  # one admission call per check, the first one
             if not self.admission_calls:
@@ -179,7 +218,7 @@ class OrigaMIG:
                 nb = select_random(dc, self.random, self.bounds, queue=queue)
             else:
                 nb = select_admission(dc, queue, self.bounds)
-            return self._call(dc, nb, time.perf_counter() - t0)
+            return self._choose(dc, nb, time.perf_counter() - t0)
         if not self.consolidation_calls:
             return None
         for h in self.triggers.due(dc, now):
@@ -213,7 +252,7 @@ class OrigaMIG:
                 self._visited.pop(h, None)
                 self._calls["consolidation_skipped"] += 1
                 continue
-            return self._call(dc, nb, time.perf_counter() - t0)
+            return self._choose(dc, nb, time.perf_counter() - t0)
         return None
 
     def _bounds_of(self, h: str) -> Bounds:
@@ -236,7 +275,9 @@ class OrigaMIG:
         self._m_max[h] = base if work.call.proved_optimal else max(base, m // 2)
         return False
 
-    def _call(self, dc: DataCenter, nb: Neighborhood, select_s: float) -> Work:
+    def _choose(self, dc: DataCenter, nb: Neighborhood, select_s: float) -> Work | _Chosen:
+        """The call on `nb`: settled at once when it has no PM, its stored outcome when one is known
+        (`reuse_unchanged`), else the job that solves it."""
         if nb.pms and self.on_select is not None:
             self.on_select(frozenset(nb.pms))
         if not nb.pms:
@@ -249,26 +290,32 @@ class OrigaMIG:
         known = self._unchanged.get(key) if key is not None else None
         if known is not None:
             self._calls["reused"] += 1
-            work = replace(known, phases_s={"select_s": select_s})
-        else:
-            weights = (
-                self.call_weights.admission(dc, nb.pms)
-                if nb.kind == CallKind.ADMISSION
-                else self.call_weights.consolidation(dc.pms)
-            )
-            work = run_call(
-                dc,
-                nb,
-                weights,
-                self.solver,
-                self.limits,
-                select_s,
-                self.call_weights.admits_first,
-                self.options.gpu_order,
-                self.options.primal,
-            )
-            if key is not None and _proved_unchanged(work):
-                remember(self._unchanged, key, work, REUSE_CAPACITY)
+            return _Chosen(nb, key, ready=replace(known, phases_s={"select_s": select_s}))
+        weights = (
+            self.call_weights.admission(dc, nb.pms)
+            if nb.kind == CallKind.ADMISSION
+            else self.call_weights.consolidation(dc.pms)
+        )
+        arguments = (
+            nb,
+            weights,
+            self.solver,
+            self.limits,
+            select_s,
+            self.call_weights.admits_first,
+            self.options.gpu_order,
+            self.options.primal,
+        )
+        return _Chosen(nb, key, job=CallJob(run_call, arguments))
+
+    def _started(self, dc: DataCenter, chosen: _Chosen, work: Work) -> Work:
+        """`work`, the outcome of the call chosen on `dc`, counted (and remembered when proved
+        unchanged); `on_call` is told."""
+        nb = chosen.nb
+        if self.on_call is not None:
+            self.on_call(dc, nb, work)
+        if chosen.job is not None and chosen.key is not None and _proved_unchanged(work):
+            remember(self._unchanged, chosen.key, work, REUSE_CAPACITY)
         assert work.call is not None
         if nb.kind == CallKind.CONSOLIDATION and nb.gpu_class is not None:
             running, applied = self._class_running.get(nb.gpu_class, (0, False))
@@ -325,6 +372,16 @@ class OrigaMIG:
 
 
 REUSE_CAPACITY = 4096  # unchanged calls remembered (the oldest is forgotten first)
+
+
+@dataclass(frozen=True)
+class _Chosen:
+    """A call chosen at a check: its neighborhood, its reuse key, and its known outcome or its job."""
+
+    nb: Neighborhood
+    key: tuple[Any, ...] | None
+    ready: Work | None = None
+    job: CallJob | None = None
 
 
 def region_key(dc: DataCenter, nb: Neighborhood) -> tuple[Any, ...]:

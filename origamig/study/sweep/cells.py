@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from origamig.policies.optimizer.options import EXECUTION_ONLY
 from origamig.sim.scenario import SimConfig
 from origamig.study.aggregate import MeanCi
 from origamig.study.runner import RunSpec
@@ -35,8 +36,10 @@ class Cell:
 def cell_key(row: str, col: str, policy: str, seed: int, config: SimConfig) -> str:
     """What identifies a run in a results file: row, column, policy, seed and a fingerprint of the
     whole configuration (scale, load, variant, options), so a changed setting never reuses it. The
-    folder a trace is read from is not a setting: a copy of the trace elsewhere keeps the key."""
-    settings = dataclasses.asdict(config) | {"trace_dir": None}
+    folder a trace is read from is not a setting (a copy of the trace elsewhere keeps the key), nor
+    are options that change only how the run is carried out (`EXECUTION_ONLY`: solve_workers)."""
+    options = tuple(kv for kv in config.policy_options if kv[0] not in EXECUTION_ONLY)
+    settings = dataclasses.asdict(config) | {"trace_dir": None, "policy_options": options}
     fields = json.dumps(json_value(without_unset_hardware(settings)), sort_keys=True, default=str)
     digest = hashlib.sha1(fields.encode()).hexdigest()[:12]
     return f"{row}|{col}|{policy}|{seed}|{digest}"
