@@ -29,6 +29,7 @@ and growth-<scale>.png (fewer PMs than FF, and calls per hour, against PMs).
     python -m benchmarks.paper.growth --full --scheduler tcp://HOST:8786             # on a Dask cluster
     python -m benchmarks.paper.growth --full --cells                 # what is done, what is left
     python -m benchmarks.paper.growth --full --policies side-4 --sizes 512 --solve-workers 2
+    python -m benchmarks.paper.growth --full --gather DIR1 DIR2 --out DIR   # rows of separate commands
 """
 
 from __future__ import annotations
@@ -389,6 +390,33 @@ def parse_sizes(text: str | None, default: Sequence[int]) -> tuple[int, ...]:
     return sizes
 
 
+def gathered(scale: Scale, folders: Sequence[Path]) -> Sweep:
+    """The stored runs of this scale in `folders` (runs made by separate commands), as one sweep. A
+    cell stored in two folders is kept once when both runs give the same metrics, else a `UserError`
+    naming both folders."""
+    sweeps = [sweep.load_sweep(NAME, scale, folder) for folder in folders]
+    kept: dict[str, tuple[Path, Cell, RunRecord]] = {}
+    for folder, sw in zip(folders, sweeps, strict=True):
+        by_key = {r.cell: r for r in sw.runs}
+        for cell in sw.cells:
+            run_ = by_key[cell.key]
+            if cell.key in kept:
+                first, _, other = kept[cell.key]
+                if other.metrics != run_.metrics:
+                    raise UserError(
+                        f"--gather: {cell.row} at {cell.col} PMs differs between {first} and {folder}"
+                    )
+                continue
+            kept[cell.key] = (folder, cell, run_)
+    return dataclasses.replace(
+        sweeps[0],
+        cells=[cell for _, cell, _ in kept.values()],
+        runs=[run_ for _, _, run_ in kept.values()],
+        wall_s=sum(sw.wall_s for sw in sweeps),
+        failed=[f for sw in sweeps for f in sw.failed],
+    )
+
+
 def main(args: argparse.Namespace) -> None:
     scale = sweep_cli.scale_from(args, QUICK, FULL)
     if args.warmup is not None and args.warmup != scale.warmup_h:  # another reading of "one day"
@@ -400,7 +428,8 @@ def main(args: argparse.Namespace) -> None:
     if args.solve_workers < 1:
         raise UserError(f"--solve-workers: {args.solve_workers} must be a positive integer")
     chosen = cells(scale, sizes, names, args.solve_workers)
-    sw = sweep_cli.run_or_load(NAME, scale, chosen, args)  # each stored run names its PM count
+    # Each stored run names its PM count; --gather: the runs of several folders, none run now.
+    sw = gathered(scale, args.gather) if args.gather else sweep_cli.run_or_load(NAME, scale, chosen, args)
     shown = sorted({*sizes, *(int(r.col) for r in sw.runs)})  # with sizes run by earlier commands
     findings = analyse(sw, shown)
     print_tables(sw, findings)
@@ -439,6 +468,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help=f"rows to run now, comma-separated (default {','.join(NAMES)}; side-N: N calls per check); "
         "the tables show every stored run",
+    )
+    p.add_argument(
+        "--gather",
+        type=Path,
+        nargs="+",
+        default=None,
+        metavar="FOLDER",
+        help="no runs: the tables and figure of the stored runs in these results folders together "
+        "(rows run by separate commands), written to --out",
     )
     p.add_argument(
         "--solve-workers",

@@ -121,14 +121,14 @@ def run_one(spec: RunSpec, progress: Progress | None = None) -> RunResult:
         checkpoint = Checkpoint(Path(spec.checkpoint), spec.identity(), spec.checkpoint_every_s)
         sim = Simulation.resume(checkpoint)
     if sim is None:
-        sim = _new_simulation(spec)
+        sim = new_simulation(spec)
     result = sim.run(progress, checkpoint)
     if checkpoint is not None:
         checkpoint.path.unlink(missing_ok=True)
     return dataclasses.replace(result, policy=spec.policy, seed=spec.seed, config=config_dict(spec.config))
 
 
-def _new_simulation(spec: RunSpec) -> Simulation:
+def new_simulation(spec: RunSpec) -> Simulation:
     """The run of `spec` from its start: the data center, the seed's requests, the policy."""
     config = spec.config
     catalog = default_catalog()

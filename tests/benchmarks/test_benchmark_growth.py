@@ -112,3 +112,24 @@ def test_growth_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
         sweep.stored_runs(growth.NAME, TINY, tmp_path)
     sweep.adopt(growth.NAME, TINY, tmp_path, 1, None, show=False)
     assert len(sweep.stored_runs(growth.NAME, TINY, tmp_path)) == len(cells)
+
+
+def test_gather_puts_rows_run_by_separate_commands_in_one_table(tmp_path: Path) -> None:
+    folders = {name: tmp_path / name for name in ("ff", "tc")}
+    for name, folder in folders.items():
+        sweep.run(growth.NAME, TINY, growth.cells(TINY, (8,), (name,)), 1, None, False, folder)
+    sw = growth.gathered(TINY, [folders["ff"], folders["tc"]])
+    assert sorted(r.row for r in sw.runs) == ["ff", "tc"]
+    findings = growth.analyse(sw, (8,))
+    tc = findings["8"]["tc"]
+    ff_pms = findings["8"]["ff"]["active_pms"]
+    assert tc["fewer_pms_than_ff_pct"] == pytest.approx(100 * (ff_pms - tc["active_pms"]) / ff_pms)
+    twice = growth.gathered(TINY, [folders["ff"], folders["tc"], folders["ff"]])  # the same run: once
+    assert sorted(r.row for r in twice.runs) == ["ff", "tc"]
+    doc_path = sweep.results_path(growth.NAME, TINY, folders["ff"])
+    doc = json.loads(doc_path.read_text())
+    doc["runs"][0]["metrics"]["active_pms"] += 1  # another run of the same cell
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / doc_path.name).write_text(json.dumps(doc))
+    with pytest.raises(UserError, match="--gather: ff at 8 PMs differs between"):
+        growth.gathered(TINY, [folders["ff"], tmp_path / "other"])
