@@ -371,8 +371,10 @@ def draw(sw: Sweep, findings: dict[str, Any], out_dir: Path = RESULTS) -> Path:
         ax.set_xlabel("PMs (3/4 with 2x A100-40GB, 1/4 with 2x A30)")
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
     ax_red.axhline(0, color="black", lw=0.5)
+    ax_red.set_ylim(top=ax_red.get_ylim()[1] * 1.45)  # room above the lines for the legend
+    ax_red.legend(fontsize=8, loc="upper right")
+    ax_calls.legend(fontsize=8)
     return sweep.save_figure(fig, sw, out_dir)
 
 
