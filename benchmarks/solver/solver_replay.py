@@ -121,19 +121,14 @@ class _RecordingOrigaMIG(OrigaMIG):
     def __init__(self, record_from_s: float, **options: Any) -> None:
         super().__init__(**options)
         self.record_from_s = record_from_s
-        self.now = 0.0
         self.recorded: list[dict[str, Any]] = []
         self.on_call = self._record
 
-    def work(self, dc: DataCenter, now: float, locked: frozenset[int] = frozenset()) -> Work | None:
-        self.now = now
-        return super().work(dc, now, locked)
-
-    def _record(self, dc: DataCenter, nb: Neighborhood, work: Work) -> None:
-        if self.now >= self.record_from_s:
+    def _record(self, dc: DataCenter, nb: Neighborhood, work: Work, now: float) -> None:
+        if now >= self.record_from_s:
             self.recorded.append(
                 {
-                    "t_s": self.now,
+                    "t_s": now,
                     "kind": nb.kind,
                     "pms": len(nb.pms),
                     "vms": nb.vm_count(dc),

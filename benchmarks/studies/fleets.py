@@ -112,20 +112,14 @@ def record_calls(fleet: Fleet, scale: Scale, seed: int) -> list[dict[str, Any]]:
     requests = requests_for(config, seed, pms)
     policy = make_run_policy("origamig", config, seed)
     recorded: list[dict[str, Any]] = []
-    clock = {"now": 0.0}
-    work = policy.work
 
-    def timed_work(dc: Any, now: float, locked: frozenset[int] = frozenset()) -> Any:
-        clock["now"] = now
-        return work(dc, now, locked)
-
-    def record_call(dc: Any, nb: Any, result: Any) -> None:
-        if clock["now"] >= config.warmup_s:
+    def record_call(dc: Any, nb: Any, result: Any, now: float) -> None:
+        if now >= config.warmup_s:
             stats = result.call
             recorded.append(
                 {
                     "seed": seed,
-                    "t_s": clock["now"],
+                    "t_s": now,
                     "kind": nb.kind,
                     "pms": len(nb.pms),
                     "gpus": sum(len(dc.pms[j].gpus) for j in nb.pms),
@@ -137,7 +131,7 @@ def record_calls(fleet: Fleet, scale: Scale, seed: int) -> list[dict[str, Any]]:
                 }
             )
 
-    policy.work, policy.on_call = timed_work, record_call
+    policy.on_call = record_call
     Simulation(pms, requests, policy, config.warmup_s, config.measure_s, deterministic=True).run()
     return recorded
 

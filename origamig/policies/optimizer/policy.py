@@ -125,8 +125,8 @@ class OrigaMIG:
         # service holds them meanwhile, as the simulator holds a call's PMs for its duration).
         self.on_select: Callable[[frozenset[int]], None] | None = None
         # Told each call on PMs as it starts: the state it was chosen on, its neighborhood, its outcome
-        # (benchmarks record calls with it).
-        self.on_call: Callable[[DataCenter, Neighborhood, Work], None] | None = None
+        # and the check's time (benchmarks record calls with it).
+        self.on_call: Callable[[DataCenter, Neighborhood, Work, float], None] | None = None
         self._calls: Counter[str] = Counter()
         self._wall: list[float] = []
         self._phase: defaultdict[str, float] = defaultdict(float)  # seconds per phase of the calls
@@ -203,7 +203,7 @@ class OrigaMIG:
                 continue
             work = next(solved) if c.job is not None else c.ready
             assert work is not None
-            out.append(self._started(dc, c, work))
+            out.append(self._started(dc, c, work, now))
         return out
 
     def _next_call(self, dc: DataCenter, now: float, locked: frozenset[int]) -> Work | _Chosen | None:
@@ -308,12 +308,12 @@ class OrigaMIG:
         )
         return _Chosen(nb, key, job=CallJob(run_call, arguments))
 
-    def _started(self, dc: DataCenter, chosen: _Chosen, work: Work) -> Work:
-        """`work`, the outcome of the call chosen on `dc`, counted (and remembered when proved
-        unchanged); `on_call` is told."""
+    def _started(self, dc: DataCenter, chosen: _Chosen, work: Work, now: float) -> Work:
+        """`work`, the outcome of the call chosen on `dc` at the check at `now`, counted (and
+        remembered when proved unchanged); `on_call` is told."""
         nb = chosen.nb
         if self.on_call is not None:
-            self.on_call(dc, nb, work)
+            self.on_call(dc, nb, work, now)
         if chosen.job is not None and chosen.key is not None and _proved_unchanged(work):
             remember(self._unchanged, chosen.key, work, REUSE_CAPACITY)
         assert work.call is not None

@@ -42,7 +42,7 @@ def solve_calls(dc: DataCenter, jobs: Sequence[CallJob], workers: int) -> list[W
     """Each job's Work, in the jobs' order: in `workers` processes when there are several jobs."""
     pool = shared_pool(workers) if workers > 1 and len(jobs) > 1 else None
     if pool is None:
-        return [job.solve(dc, *job.arguments) for job in jobs]
+        return _in_turn(dc, jobs)
     state = (next(_CHECKS), pickle.dumps(dc, protocol=pickle.HIGHEST_PROTOCOL))
     try:
         return list(pool.map(_solve_in_worker, [state] * len(jobs), jobs))
@@ -54,7 +54,11 @@ def solve_calls(dc: DataCenter, jobs: Sequence[CallJob], workers: int) -> list[W
             "spawned processes must); side-by-side calls are solved in turn from now on"
         )
         _BROKEN.append(True)
-        return [job.solve(dc, *job.arguments) for job in jobs]
+        return _in_turn(dc, jobs)
+
+
+def _in_turn(dc: DataCenter, jobs: Sequence[CallJob]) -> list[Work]:
+    return [job.solve(dc, *job.arguments) for job in jobs]
 
 
 _CHECKS = count()  # numbers each check's pickled state, so that a worker unpickles it once
