@@ -38,6 +38,26 @@ def parse_loads(values: list[str]) -> list[float]:
     return loads
 
 
+def parse_settings(items: list[str], name: str) -> tuple[tuple[str, Any], ...]:
+    """`KEY=VALUE` strings → (key, value) pairs, each value read as JSON when it parses (the keys are
+    checked by what takes them)."""
+    out: list[tuple[str, Any]] = []
+    problems = []
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            problems.append(f"{name}: {item!r} is not KEY=VALUE")
+            continue
+        try:
+            value: Any = json.loads(raw)
+        except (json.JSONDecodeError, RecursionError):
+            value = raw
+        out.append((key.strip(), value))
+    if problems:
+        raise UserError(problems)
+    return tuple(out)
+
+
 def parse_options(items: list[str], policies: list[str]) -> tuple[tuple[str, Any], ...]:
     """`KEY=VALUE` strings → (key, value) pairs; a value is read as JSON when it parses (numbers,
     true/false, null), else kept as a string. A key that none of `policies` accepts is an error."""

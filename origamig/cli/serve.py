@@ -71,6 +71,15 @@ def serve_command(
         ),
     ] = DEFAULT_STEP_TIMEOUT_S,
     intra_pm_moves: Annotated[Switch | None, typer.Option("--intra-pm-moves", help=INTRA_PM_HELP)] = None,
+    controller: Annotated[
+        str,
+        typer.Option(
+            "--controller",
+            help="Who carries out the plans' steps: 'platform' (your controller reads ready steps and "
+            "acknowledges each) or 'simulated' (the service itself, each move at its modeled end: a "
+            "dry run, and what a replay compares with the simulator).",
+        ),
+    ] = "platform",
     request_timeout: Annotated[
         float,
         typer.Option(
@@ -112,6 +121,8 @@ def serve_command(
     """Serve OrigaMIG online: VM requests, the live snapshot, and a Kubernetes scheduler extender."""
     if clock not in ("wall", "replay"):
         raise UserError(f"--clock: {clock!r} is not 'wall' or 'replay'")
+    if controller not in ("platform", "simulated"):
+        raise UserError(f"--controller: {controller!r} is not 'platform' or 'simulated'")
     host, port = parse_listen(listen)
     if backup is not None:
         _backup(state, backup)
@@ -142,6 +153,7 @@ def serve_command(
         intra,
         tls,
         request_timeout,
+        controller,
     )
     serve(config)
 

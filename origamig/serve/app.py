@@ -23,12 +23,14 @@ from starlette.routing import Route
 
 from origamig.errors import UserError
 from origamig.files import parse_json_text
+from origamig.runtime.plan_run import ACKNOWLEDGED, StepStatus
+from origamig.serve.arrivals import ArrivalStatus, Conflict, DuplicateVm
 from origamig.serve.door import body_problems, id_problem, plain_int
 from origamig.serve.k8s import filter_nodes, prioritize_nodes
 from origamig.serve.kubevirt import kubevirt_flow
-from origamig.serve.live import ArrivalStatus, Conflict, DuplicateVm, Live, StepConflict, UnknownPlan
+from origamig.serve.live import Live
 from origamig.serve.optimizer import Optimizer
-from origamig.serve.plans import ACKNOWLEDGED, StepStatus
+from origamig.serve.plan_desk import PlanDesk, StepConflict, UnknownPlan
 from origamig.serve.replay import ReplayClock
 from origamig.serve.requests import RequestError
 from origamig.serve.store import StoreWriteError
@@ -124,6 +126,14 @@ def refusal(exc: Exception) -> Response | None:
     return None
 
 
+def step_number(request: Request) -> int:
+    raw = request.path_params["n"]
+    step = plain_int(raw)
+    if step is None:
+        raise HttpError(404, f"step: {raw[:40]!r} is not a step number")
+    return step
+
+
 def plan_id(request: Request) -> int:
     raw = request.path_params["plan_id"]
     number = plain_int(raw)
@@ -139,7 +149,7 @@ class Routes:
         self.live = live
         self.clock = clock
         self.optimizer = optimizer
-        self.pm_ids = [pm.id for pm in live.dc.pms]  # the PMs never change while the service runs
+        self.desk = PlanDesk(live)
 
     # --- probes and status ---------------------------------------------------------------------
     async def healthz(self, request: Request) -> Response:
@@ -194,41 +204,38 @@ class Routes:
         return JSONResponse(await run_in_threadpool(prioritize_nodes, self.live, await read_json(request)))
 
     # --- plans ---------------------------------------------------------------------------------
-    def every_plan(self) -> dict[str, Any]:
-        live = self.live
-        with live.lock:
-            ids = sorted(live.plans)
-        return {"plans": [live.plan(i).to_json(self.pm_ids) for i in ids]}
-
     async def list_plans(self, request: Request) -> Response:
-        return JSONResponse(await run_in_threadpool(self.every_plan))
+        return JSONResponse(await run_in_threadpool(self.desk.every))
 
     async def get_plan(self, request: Request) -> Response:
-        plan = await run_in_threadpool(self.live.plan, plan_id(request))
-        return JSONResponse(plan.to_json(self.pm_ids))
+        return JSONResponse(await run_in_threadpool(self.desk.view, plan_id(request)))
 
     async def ack_step(self, request: Request) -> Response:
         body = await read_json(request)
-        result = body.get("result") if isinstance(body, dict) else None
+        if not isinstance(body, dict) or "result" not in body:
+            raise HttpError(400, 'result: missing (give {"result": "done"} or {"result": "failed"})')
+        result = body["result"]
         if result not in ACKNOWLEDGED:
             raise HttpError(400, f'result: {result!r} is not "done" or "failed"')
-        raw = request.path_params["n"]
-        step = plain_int(raw)
-        if step is None:
-            raise HttpError(404, f"step: {raw[:40]!r} is not a step number")
-        plan = await run_in_threadpool(self.live.acknowledge, plan_id(request), step, StepStatus(result))
-        return JSONResponse(plan.to_json(self.pm_ids))
+        step = step_number(request)
+        plan = await run_in_threadpool(self.desk.acknowledge, plan_id(request), step, StepStatus(result))
+        return JSONResponse(plan)
 
     async def cancel_plan(self, request: Request) -> Response:
-        plan = await run_in_threadpool(self.live.cancel, plan_id(request))
-        return JSONResponse(plan.to_json(self.pm_ids))
+        return JSONResponse(await run_in_threadpool(self.desk.cancel, plan_id(request)))
+
+    async def confirm_orphan(self, request: Request) -> Response:
+        plan = await run_in_threadpool(self.desk.confirm_orphan, plan_id(request), step_number(request))
+        return JSONResponse(plan)
 
     async def plan_kubevirt(self, request: Request) -> Response:
-        plan = await run_in_threadpool(self.live.plan, plan_id(request))
+        plan = await run_in_threadpool(self.desk.view, plan_id(request))
         namespace = request.query_params.get("namespace", "default")
         live = self.live
         with live.lock:
             specs = {**live.dc.pending, **live.dc.vms}
+            for run in live.runtime.plans.running():
+                specs.update(run.reserved)
         return JSONResponse(kubevirt_flow(plan, specs, namespace))
 
     async def set_clock(self, request: Request) -> Response:
@@ -239,8 +246,10 @@ class Routes:
         now = body.get("now") if isinstance(body, dict) else None
         if isinstance(now, bool) or not isinstance(now, int | float):
             raise HttpError(400, f"now: {now!r} is not a number of seconds")
-        plans = await run_in_threadpool(clock.advance, float(now))
-        return JSONResponse({"now": clock.t, "plans": [p.to_json(self.pm_ids) for p in plans]})
+        moved = await run_in_threadpool(clock.advance, float(now))
+        plans = [await run_in_threadpool(self.desk.view, i) for i in moved.plans]
+        started = [{"vm": v, "t": t} for v, t in moved.started]
+        return JSONResponse({"now": moved.now, "plans": plans, "next_s": moved.next_s, "started": started})
 
 
 def build_app(
@@ -284,6 +293,7 @@ def build_app(
         Route("/v1/plans/{plan_id}", guarded(r.get_plan), methods=["GET"]),
         Route("/v1/plans/{plan_id}", guarded(r.cancel_plan), methods=["DELETE"]),
         Route("/v1/plans/{plan_id}/steps/{n}", guarded(r.ack_step), methods=["POST"]),
+        Route("/v1/plans/{plan_id}/orphan-gis/{n}", guarded(r.confirm_orphan), methods=["DELETE"]),
         Route("/v1/plans/{plan_id}/kubevirt", guarded(r.plan_kubevirt), methods=["GET"]),
         Route("/v1/clock", guarded(r.set_clock), methods=["POST"]),
         Route("/k8s/filter", guarded(r.k8s_filter), methods=["POST"]),

@@ -23,7 +23,7 @@ from origamig.call.goals import DEFAULT_GOAL
 from origamig.errors import UserError
 from origamig.policies.base import make_policy
 from origamig.serve.door import plain_int
-from origamig.serve.live import Live
+from origamig.serve.live import PLATFORM, Live
 from origamig.serve.state_lock import StateLock
 from origamig.serve.store import RUNNING, STOPPED, Store, StoreError, StoreWriteError
 from origamig.snapshot.document import load_snapshot
@@ -58,6 +58,7 @@ class ServeConfig:
     intra_pm_moves: bool | None = None  # None: the seed's `intra_pm_moves`
     tls: dict[str, Any] = field(default_factory=dict)  # uvicorn's ssl_* settings (`tls.tls_options`)
     request_timeout_s: float = REQUEST_TIMEOUT_S  # to deliver a whole request (`connections.py`)
+    controller: str = PLATFORM  # who carries out plans' steps: the platform, or `simulated` (docs)
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -102,6 +103,7 @@ def open_live(
     options: tuple[tuple[str, Any], ...] | dict[str, Any] = (),
     step_timeout_s: float | None = DEFAULT_STEP_TIMEOUT_S,
     intra_pm_moves: bool | None = None,
+    controller: str = PLATFORM,
 ) -> Live:
     """The live cluster of `state`, or of a new state seeded from `seed` when `state` does not exist
     (an existing state is never seeded anew: `--from` is then not read). Everything is checked before
@@ -127,7 +129,7 @@ def open_live(
             raise StoreError(
                 f"--state: {state}: cannot be written ({why}); the service stores every change"
             ) from None
-        live = Live(store, policy, step_timeout_s)
+        live = Live(store, policy, step_timeout_s, controller)
     except BaseException:
         store.close()
         if new:
@@ -186,7 +188,12 @@ def serve(config: ServeConfig) -> None:
         raise
     try:
         live = open_live(
-            config.state, config.seed, policy_options(config), config.step_timeout_s, config.intra_pm_moves
+            config.state,
+            config.seed,
+            policy_options(config),
+            config.step_timeout_s,
+            config.intra_pm_moves,
+            config.controller,
         )
     except BaseException:
         sock.close()

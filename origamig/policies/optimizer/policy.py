@@ -215,9 +215,9 @@ class OrigaMIG:
                 return Work(CallKind.ADMISSION, frozenset(), {}, rejected=tuple(dc.pending), applied=False)
             queue = list(dc.pending)
             if self.random is not None:
-                nb = select_random(dc, self.random, self.bounds, queue=queue)
+                nb = select_random(dc, self.random, self.bounds, queue=queue, locked=locked)
             else:
-                nb = select_admission(dc, queue, self.bounds)
+                nb = select_admission(dc, queue, self.bounds, locked)
             return self._choose(dc, nb, time.perf_counter() - t0)
         if not self.consolidation_calls:
             return None
