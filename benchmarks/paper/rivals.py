@@ -41,7 +41,7 @@ RIVALS = tuple(ROWS)
 CONTROL = "ff"  # run here and compared with the stored loads sweep: the pairing check
 LABELS = {
     **sweep.POLICY_LABELS,
-    "dra": "DRA",
+    "dra": "DRA (what pods get)",
     "fgd": "FGD",
     "fgd-place": "FGD, no moves",
     "grmu": "GRMU",
