@@ -25,6 +25,7 @@ class Arrival(StrEnum):
 
     FF = "ff"  # first fit, the paper's rule
     TC = "tc"  # TC's best fit by joint GPU utilization (the default: fewer PMs and migrations)
+    FGD = "fgd"  # FGD's steepest descent of fragmentation (a hybrid: FGD's rule with OrigaMIG's calls)
 
 
 DEFAULT_ARRIVAL = Arrival.TC.value  # a plain string: it is written into stored sweep options
