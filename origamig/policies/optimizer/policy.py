@@ -318,6 +318,8 @@ class OrigaMIG:
         """`work`, the outcome of the call chosen on `dc` at the check at `now`, counted (and
         remembered when proved unchanged); `on_call` is told."""
         nb = chosen.nb
+        if chosen.job is not None and self.options.call_time_scale != 1:  # a reused outcome is scaled
+            work = replace(work, modeled_s=work.modeled_s * self.options.call_time_scale)
         if self.on_call is not None:
             self.on_call(dc, nb, work, now)
         if chosen.job is not None and chosen.key is not None and _proved_unchanged(work):
