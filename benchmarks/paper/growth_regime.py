@@ -248,9 +248,7 @@ def draw(sw: Sweep, findings: dict[str, Any], out_dir: Path = RESULTS) -> Path:
 
 
 def main(args: argparse.Namespace) -> None:
-    scale = sweep_cli.scale_from(args, QUICK, FULL)
-    if args.warmup is not None and args.warmup != scale.warmup_h:
-        scale = dataclasses.replace(scale, name=f"{scale.name}-warmup{args.warmup:g}h", warmup_h=args.warmup)
+    scale = sweep_cli.with_warmup(sweep_cli.scale_from(args, QUICK, FULL), args.warmup)
     sizes = parse_sizes(args.sizes, SIZES if args.full else QUICK_SIZES)
     regimes = tuple(args.regimes.split(",")) if args.regimes else REGIMES
     unknown = sorted(set(regimes) - set(REGIMES))
@@ -288,13 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help=f"OrigaMIG's rows to run now, comma-separated (default {','.join(REGIMES)}); FF and TC always",
     )
-    p.add_argument(
-        "--warmup",
-        type=float,
-        default=None,
-        help=f"warm-up hours (default {FULL.warmup_h:g} full, {QUICK.warmup_h:g} quick); another value "
-        f"writes its own results file, {NAME}-<scale>-warmup<H>h.json",
-    )
+    sweep_cli.add_warmup(p, NAME, QUICK, FULL)
     return p
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks import sweep_cli
 from benchmarks.paper import growth_regime as regime
 from origamig.errors import UserError
 from origamig.study import sweep
@@ -68,3 +69,12 @@ def test_growth_regime_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert {r["col"] for r in doc["runs"]} == {"8", "16"}
     back = sweep.load_sweep(regime.NAME, TINY, tmp_path)
     assert regime.analyse(back, (8, 16)) == findings
+
+
+def test_another_warm_up_gets_a_results_file_of_its_own() -> None:
+    growth_day = sweep_cli.with_warmup(regime.FULL, 48)
+    assert (growth_day.name, growth_day.warmup_h) == ("full-warmup48h", 48)
+    assert sweep_cli.with_warmup(regime.FULL, 120) is regime.FULL
+    assert sweep_cli.with_warmup(regime.FULL, None) is regime.FULL
+    args = regime.build_parser().parse_args(["--warmup", "48"])
+    assert args.warmup == 48
