@@ -1,9 +1,9 @@
 """The live policy's arrival rule on one PM: where a request goes on a node it is asked about
 (`/k8s/filter`, `/k8s/prioritize`) or bound to (`POST /v1/vms` with `"pm"`).
 
-The rule is the OrigaMIG policy's own (`arrival`: TC's best fit or first fit, docs/policies.md), PM by
-PM, over every GPU model of that PM that offers the request's profiles: the exact, start-slice-aware
-fit on the live state, no solver.
+The rule is the OrigaMIG policy's own (`arrival`: TC's best fit, first fit or FGD's,
+docs/policies.md), PM by PM, over every GPU model of that PM that offers the request's profiles: the
+exact, start-slice-aware fit on the live state, no solver.
 """
 
 from __future__ import annotations
@@ -25,8 +25,10 @@ ARRIVAL_FITS: dict[str, PmFit] = {"ff": first_fit_on_pm, "tc": tc_fit_on_pm}
 
 
 def arrival_fit(policy: Any) -> PmFit:
-    """The per-PM fit of `policy`'s arrival rule (first fit for a policy without `arrival`)."""
-    return ARRIVAL_FITS[getattr(policy, "arrival", "ff")]
+    """The per-PM fit of `policy`'s arrival rule (first fit for a policy without `arrival`); FGD's
+    (`arrival="fgd"`) is the policy's own, with the typical VMs it has read so far."""
+    rule = getattr(policy, "fgd_rule", None)
+    return rule.fit if rule is not None else ARRIVAL_FITS[getattr(policy, "arrival", "ff")]
 
 
 def fit_on_pm(dc: DataCenter, j: int, vm: VmSpec, fit: PmFit) -> tuple[Any, Placement] | str:
