@@ -22,7 +22,9 @@ from origamig.cluster.records import GiSlot, Placement, VmSpec
 from origamig.errors import PlacementError, SnapshotError, UserError
 from origamig.policies.base import ArrivalDecision, Deferred, Placed, Policy, Rejection, Work
 from origamig.policies.runtime import CallEnd, Runtime
-from origamig.serve.fit import arrival_fit, fit_on_pm
+from origamig.serve.events_log import PlanBook
+from origamig.serve.fit import arrival_fit, fit_on_pm, start_problems
+from origamig.serve.plan_gain import snapshot_gain
 from origamig.serve.plans import (
     ACKNOWLEDGED,
     AbortCause,
@@ -35,6 +37,7 @@ from origamig.serve.plans import (
     placement_after,
     step_problem,
 )
+from origamig.serve.platform import MoveRules
 from origamig.serve.requests import EntryContext, RequestError, most_gis, read_vm_entry
 from origamig.serve.snapshot_view import SnapshotView
 from origamig.serve.store import Store, StoreError
@@ -120,6 +123,7 @@ class Live:
         entries = ({k: v for k, v in vm.items() if k != "placement"} for vm in document["vms"])
         self.view = SnapshotView(self.seed.document, self.dc.pms, entries)
         self.request_context = EntryContext.of(snap)  # what each VM request is read against
+        self.move_rules = MoveRules()  # what the platform cannot move (`serve/platform.py`)
         self.most_gis = most_gis(self.dc.pms)  # a request for more GIs is refused at once
         # The PMs of each GPU class (the PMs never change while the service runs): the extender's test
         # that a node can host a pod at all.
@@ -132,7 +136,10 @@ class Live:
         self.now: Callable[[], float] = time.time
         # The policy's life cycle (policies/runtime.py), with this live state as its effects.
         self.runtime = Runtime(self.dc, policy, self)
-        self.plans: dict[int, LivePlan] = {p["id"]: LivePlan.from_store(p, self.dc) for p in store.plans()}
+        # Plans by id; each change of a plan stored here is logged (`events_log.PlanBook`).
+        self.plans: dict[int, LivePlan] = PlanBook(
+            (p["id"], LivePlan.from_store(p, self.dc)) for p in store.plans()
+        )
         self.rejected: dict[str, str] = store.rejected()  # VM id → why the optimizer gave up on it
         self.works: dict[int, Work] = {}  # the call behind each running plan
         # Arrivals and departures seen while a call runs elsewhere, replayed on the policy it returns.
@@ -249,6 +256,8 @@ class Live:
         try:
             probe.place(vm, pl)
         except PlacementError as exc:
+            if bad_starts := start_problems(dc, vm, pl):  # never valid: bad input, with the starts it takes
+                raise RequestError(bad_starts) from None
             raise Conflict([f"placement: {line}" for line in exc.problems]) from None
         return pl
 
@@ -358,7 +367,7 @@ class Live:
             rejected=rejected,
             rejected_reasons={v: work.reasons[v] for v in rejected if v in work.reasons},
             pms=frozenset(pms),
-            gain=work.call.gain if work.call is not None else None,
+            gain=snapshot_gain(dc, work, self.seed.weights),  # in the snapshot objective's units
             modeled_s=work.modeled_s,
             step_since_s=now,
         )

@@ -32,6 +32,7 @@ from typing import Any
 from origamig.cluster.datacenter import DataCenter, StateChanges
 from origamig.policies.base import Work
 from origamig.policies.runtime import collect_calls
+from origamig.serve.events_log import EVENTS
 from origamig.serve.live import Live
 
 STUCK_AFTER_S = 900.0  # a check still solving after this long is killed, its worker replaced
@@ -298,6 +299,9 @@ class Optimizer:
 
     def _ended(self, failed: bool) -> None:
         status = self.status
+        began = status.solving_since_s
+        EVENTS.emit("check", ok=not failed, duration_s=round(time.time() - began, 3) if began else 0.0,
+                    error=status.last_error if failed else "")  # fmt: skip
         status.checks += 1
         status.failed_checks += failed
         status.last_check_s, status.solving_since_s = time.time(), None

@@ -102,7 +102,10 @@ class LivePlan:
             "cause": self.cause,
             "next_step": self.next_step,
             "steps": [{"n": n, "status": self.step_status(n), **step} for n, step in enumerate(self.steps)],
-            "admitted": list(self.admitted),
+            # Once a plan ended short of done, only the VMs its acknowledged steps started.
+            "admitted": list(self.admitted)
+            if self.status in (PlanStatus.RUNNING, PlanStatus.DONE)
+            else started(self),
             "rejected": list(self.rejected),
             "rejected_reasons": {v: self.rejected_reasons.get(v, "") for v in self.rejected},
             "pms": sorted(pm_ids[j] for j in self.pms),
@@ -118,6 +121,7 @@ class LivePlan:
         return {
             **self.to_json([pm.id for pm in dc.pms]),
             "steps": [dict(s) for s in self.steps],
+            "admitted": list(self.admitted),  # as planned: what the plan's call decided
             "done": self.done,
             "base": placement_json(dc.pms, self.base),
         }
@@ -148,6 +152,12 @@ class LivePlan:
             orphan_gis=tuple(doc.get("orphan_gis", ())),
             idle_pms=tuple(doc.get("idle_pms", ())),
         )
+
+
+def started(plan: LivePlan) -> list[str]:
+    """The VMs the plan's acknowledged steps started, in its order of `admitted`."""
+    done = {str(s["vm"]) for s in plan.steps[: plan.done] if s["op"] == StepOp.START}
+    return [v for v in plan.admitted if v in done]
 
 
 def plan_vms(steps: Sequence[Mapping[str, Any]]) -> set[str]:
