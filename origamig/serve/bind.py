@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from origamig.errors import UserError, require_extra
+from origamig.plan.steps import StepOp
 from origamig.serve.events_log import EVENTS
 from origamig.serve.live import Conflict, DuplicateVm, Live
 from origamig.serve.requests import RequestError, pod_entry
@@ -82,6 +83,26 @@ def api_refusal(exc: Exception) -> str:
     return f"{exc.__class__.__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
 
 
+def migration_target(live: Live, vm_id: str) -> tuple[str, list[dict[str, Any]]] | None:
+    """The node a running plan's next live migration of `vm_id` goes to (a step not acknowledged yet),
+    with the GIs the plan creates for it there; None when no plan is migrating it. KubeVirt starts a
+    target pod for the migration, which kube-scheduler filters and binds like any pod."""
+    with live.lock:
+        for plan in live.running_plans():
+            for step in plan.steps[plan.done :]:
+                if step["op"] == StepOp.MIGRATE and step["vm"] == vm_id and step["from"] != step["to"]:
+                    node = str(step["to"])
+                    vm = live.dc.vms.get(vm_id)
+                    made = [s for s in plan.steps if s["op"] == StepOp.CREATE_GI and s["vm"] == vm_id]
+                    gis = [
+                        {"gpu": s["gpu"], "start": s["start"], "profile": vm.gis[s["gi"]].name,
+                         "profile_id": vm.gis[s["gi"]].nvidia_smi_id}
+                        for s in made if s["pm"] == node and vm is not None
+                    ]  # fmt: skip
+                    return node, gis
+    return None
+
+
 class Binder:
     """Binds pods for kube-scheduler: records each on its node, then creates its Binding."""
 
@@ -99,10 +120,14 @@ class Binder:
             entry = pod_entry(pod, self.live.most_gis)
         except RequestError:
             return
-        uid = str(((pod or {}).get("metadata") or {}).get("uid") or "")
+        meta = pod.get("metadata") if isinstance(pod, dict) else None
+        if not isinstance(meta, dict):
+            return
+        key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+        uid = str(meta.get("uid") or "")
         with self._lock:
-            self._pods[entry["id"]] = (uid, entry)
-            self._pods.move_to_end(entry["id"])
+            self._pods[key] = (uid, entry)
+            self._pods.move_to_end(key)
             while len(self._pods) > MAX_PODS_KEPT:
                 self._pods.popitem(last=False)
 
@@ -173,6 +198,12 @@ class Binder:
             arrival = live.arrive({**entry, "pm": node})
             recorded = True
         except DuplicateVm:
+            moving = migration_target(live, entry["id"])
+            if moving is not None and moving[0] == node:  # the target pod of a plan's live migration
+                return False, {
+                    NODE_ANNOTATION: node,
+                    GIS_ANNOTATION: json.dumps(moving[1], separators=(",", ":")),
+                }
             status = live.vm_status(entry["id"]) or {}
             where = status.get("placement") or {}
             if where.get("pm") != node:

@@ -156,13 +156,26 @@ def pod_entry(pod: Any, limit: int | None = None) -> dict[str, Any]:
             cpu += quantity(requests["cpu"], f"{where}.requests.cpu")
         if "memory" in requests:
             ram_bytes += quantity(requests["memory"], f"{where}.requests.memory")
-    entry: dict[str, Any] = {"id": f"{namespace}/{name}", "cpu": cpu, "ram_gb": ram_bytes / 1e9, "gis": gis}
+    # A virt-launcher pod is its VirtualMachineInstance: the VM keeps its id from pod to pod (a live
+    # migration's target pod, a restart), and the KubeVirt flow names the VMI (`serve/kubevirt.py`).
+    vm_id = f"{namespace}/{vmi_of(meta) or name}"
+    entry: dict[str, Any] = {"id": vm_id, "cpu": cpu, "ram_gb": ram_bytes / 1e9, "gis": gis}
     if len(models) > 1:
         named = ", ".join(f"{key} ({model})" for model, key in models.items())
         raise RequestError(f"Pod: asks for vGPU types of {len(models)} GPU models ({named}): give one")
     if models:
         entry["gpu_model"] = next(iter(models))
     return entry
+
+
+def vmi_of(meta: dict[str, Any]) -> str | None:
+    """The name of the VirtualMachineInstance that owns a pod (KubeVirt's virt-launcher), or None."""
+    for owner in meta.get("ownerReferences") or ():
+        if isinstance(owner, dict) and owner.get("kind") == "VirtualMachineInstance":
+            name = owner.get("name")
+            if isinstance(name, str) and name and len(name) <= MAX_NAME:
+                return name
+    return None
 
 
 def gi_resource(key: str) -> tuple[str, str | None] | None:

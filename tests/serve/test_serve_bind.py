@@ -17,6 +17,8 @@ import pytest
 
 from origamig.cluster.catalog import default_catalog
 from tests.serve.test_serve_k8s import pod_args
+from tests.serve.test_serve_plans import FAST, ack, wait_plan
+from tests.serve.test_serve_platform import spread
 from tests.serve_helpers import EXAMPLES, Server, valid
 
 FLEET = EXAMPLES / "kubevirt-fleet.json"
@@ -234,3 +236,33 @@ def test_an_unreadable_kubeconfig_stops_the_start_with_one_line(tmp_path: Path) 
         srv.start()
     assert f"error: --kubeconfig: {broken}: cannot be used" in str(failed.value)
     assert not (tmp_path / "state.db").exists()
+
+
+def test_a_live_migrations_target_pod_passes_only_the_plans_node_and_binds_to_its_gis(
+    tmp_path: Path, fake_api: tuple[FakeApi, Path]
+) -> None:
+    api, kubeconfig = fake_api
+    seed = tmp_path / "spread.json"
+    seed.write_text(json.dumps(spread("A100-80GB")))  # one single-GI VM on each node: KubeVirt may move it
+    extra = ["--kubeconfig", str(kubeconfig), "--platform", "kubevirt", "--intra-pm-moves", "false"]
+    with Server(tmp_path, seed=seed, options=FAST, extra=extra) as srv, srv.client() as c:
+        plan = wait_plan(c, 1)
+        (move,) = [s for s in plan["steps"] if s["op"] == "migrate"]
+        vmi = move["vm"].split("/")[1]
+        target = vgpu_pod("virt-launcher-target", "nvidia.com/NVIDIA_A100D-1-10C", ["node-a", "node-b"])
+        target["Pod"]["metadata"]["ownerReferences"] = [{"kind": "VirtualMachineInstance", "name": vmi}]
+        result = c.post("/k8s/filter", json=target).json()
+        assert result["NodeNames"] == [move["to"]]
+        assert result["FailedNodes"] == {move["from"]: f"a plan migrates {move['vm']} to {move['to']}"}
+        bound = c.post("/k8s/bind", json=binding_args("virt-launcher-target", move["to"]))
+        assert bound.json() == {"Error": ""}
+        assert c.get(f"/v1/vms/{move['vm']}").json()["placement"]["pm"] == move["from"]  # not recorded twice
+        for n in range(len(plan["steps"])):
+            assert ack(c, 1, n).status_code == 200
+        assert c.get(f"/v1/vms/{move['vm']}").json()["placement"]["pm"] == move["to"]
+    (request,) = api.bindings()
+    assert request["body"]["target"]["name"] == move["to"]
+    made = [{"gpu": s["gpu"], "start": s["start"]} for s in plan["steps"]
+            if s["op"] == "create_gi" and s["vm"] == move["vm"] and s["pm"] == move["to"]]  # fmt: skip
+    gis = json.loads(request["body"]["metadata"]["annotations"]["origamig.io/gis"])
+    assert made and [{"gpu": g["gpu"], "start": g["start"]} for g in gis] == made

@@ -85,6 +85,10 @@ def test_a_pod_asking_for_a_vgpu_type_asks_for_its_gi_on_its_gpu_model() -> None
     with pytest.raises(RequestError, match="vGPU types of 2 GPU models"):
         pod_entry(pod(mixed))
     assert "gpu_model" not in pod_entry(pod({"nvidia.com/mig-3g.40gb": "1"}))
+    launcher = pod({"nvidia.com/NVIDIA_H100-3-40C": "1"})
+    launcher["metadata"]["ownerReferences"] = [{"kind": "VirtualMachineInstance", "name": "train-7"}]
+    assert pod_entry(launcher)["id"] == "ml/train-7"  # a virt-launcher pod is its VMI
+    assert pod_entry(pod({}))["id"] == "ml/vm-a"
 
 
 def print_config(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -178,3 +182,19 @@ def test_a_pod_asking_for_an_h100_vgpu_passes_only_h100_nodes_with_a_free_3g_sta
         else:
             assert why == "no H100-80GB GPU", (node, why)
     assert {n for n, s in scores.items() if s > 0} == expected
+
+
+def test_the_walk_throughs_stanza_is_the_one_printed(tmp_path: Path) -> None:
+    doc = (ROOT / "docs" / "service.md").read_text()
+    block = doc.split("<!-- printed: the command above")[1].split("```yaml\n", 1)[1].split("```\n", 1)[0]
+    command = doc.split("**2. kube-scheduler.**")[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    args = command.replace("\\\n", " ").split()
+    assert args[:2] == ["origamig", "serve"]
+    args = [a if a != "/var/lib/origamig/state.db" else str(tmp_path / "state.db") for a in args[2:]]
+    done = subprocess.run(
+        [sys.executable, "-c", "from origamig.cli.app import main; main()", "serve", *args],
+        capture_output=True, text=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == block
+    assert "nvidia.com/NVIDIA_H100XM-3-40C" in managed(block) and "A100" not in block
