@@ -165,7 +165,7 @@ def serve_command(
         tls_files = SchedulerTls(scheduler_ca, scheduler_cert, scheduler_key, client_ca is not None)
         _print_k8s_config(state, seed, host, port, tls_files if tls_cert is not None else None, advertise_url)
         return
-    for module in ("starlette", "uvicorn"):
+    for module in ("starlette", "uvicorn", "prometheus_client"):
         require_extra(module, "serve", "origamig serve")
     from origamig.serve.tls import tls_options
 
