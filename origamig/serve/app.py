@@ -25,10 +25,12 @@ from origamig.errors import UserError
 from origamig.files import parse_json_text
 from origamig.runtime.plan_run import ACKNOWLEDGED, StepStatus
 from origamig.serve.arrivals import ArrivalStatus, Conflict, DuplicateVm
+from origamig.serve.bind import Binder
 from origamig.serve.door import body_problems, id_problem, plain_int
 from origamig.serve.k8s import filter_nodes, prioritize_nodes
 from origamig.serve.kubevirt import kubevirt_flow
 from origamig.serve.live import Live
+from origamig.serve.metrics import CONTENT_TYPE, Metrics, timed
 from origamig.serve.optimizer import Optimizer
 from origamig.serve.plan_desk import PlanDesk, StepConflict, UnknownPlan
 from origamig.serve.replay import ReplayClock
@@ -145,11 +147,14 @@ def plan_id(request: Request) -> int:
 class Routes:
     """The handlers of the service's routes over `live` (`build_app` wires them)."""
 
-    def __init__(self, live: Live, clock: ReplayClock | None, optimizer: Optimizer | None) -> None:
+    def __init__(
+        self, live: Live, clock: ReplayClock | None, optimizer: Optimizer | None, binder: Binder | None = None
+    ) -> None:
         self.live = live
         self.clock = clock
         self.optimizer = optimizer
         self.desk = PlanDesk(live)
+        self.binder = binder if binder is not None else Binder(live, None)
 
     # --- probes and status ---------------------------------------------------------------------
     async def healthz(self, request: Request) -> Response:
@@ -174,7 +179,8 @@ class Routes:
 
     async def status(self, request: Request) -> Response:
         live = self.live
-        return JSONResponse({**live.counts(), "now": live.now(), "optimizer": self.optimizer_view()})
+        body = {**live.counts(), "now": live.now(), "optimizer": self.optimizer_view()}
+        return JSONResponse(body | {"platform": live.move_rules.to_json()})
 
     # --- the cluster and its VMs ---------------------------------------------------------------
     async def snapshot(self, request: Request) -> Response:
@@ -198,7 +204,13 @@ class Routes:
         return Response(status_code=204)
 
     async def k8s_filter(self, request: Request) -> Response:
-        return JSONResponse(await run_in_threadpool(filter_nodes, self.live, await read_json(request)))
+        body = await read_json(request)
+        result = await run_in_threadpool(filter_nodes, self.live, body)
+        self.binder.remember(body)
+        return JSONResponse(result)
+
+    async def k8s_bind(self, request: Request) -> Response:
+        return JSONResponse(await run_in_threadpool(self.binder.bind, await read_json(request)))
 
     async def k8s_prioritize(self, request: Request) -> Response:
         return JSONResponse(await run_in_threadpool(prioritize_nodes, self.live, await read_json(request)))
@@ -253,11 +265,19 @@ class Routes:
 
 
 def build_app(
-    live: Live, token: str, clock: ReplayClock | None = None, optimizer: Optimizer | None = None
+    live: Live,
+    token: str,
+    clock: ReplayClock | None = None,
+    optimizer: Optimizer | None = None,
+    binder: Binder | None = None,
+    metrics: Metrics | None = None,
+    access_log: bool = False,
 ) -> Starlette:
     """The service's application over `live`, guarded by bearer `token`; with `clock`, in replay mode;
-    `optimizer` is reported by `/readyz` and `/v1/status`."""
+    `optimizer` is reported by `/readyz` and `/v1/status`; every request is timed in `metrics`
+    (`GET /metrics`) and, with `access_log`, logged."""
     expected = f"Bearer {token}".encode()
+    metrics = metrics if metrics is not None else Metrics(live)
 
     def guarded(handler: Handler) -> Handler:
         async def run(request: Request) -> Response:
@@ -280,7 +300,11 @@ def build_app(
 
         return run
 
-    r = Routes(live, clock, optimizer)
+    r = Routes(live, clock, optimizer, binder)
+
+    async def scrape(request: Request) -> Response:
+        return Response(await run_in_threadpool(metrics.render), media_type=CONTENT_TYPE)
+
     routes = [
         Route("/healthz", r.healthz, methods=["GET"]),
         Route("/readyz", r.readyz, methods=["GET"]),
@@ -298,7 +322,10 @@ def build_app(
         Route("/v1/clock", guarded(r.set_clock), methods=["POST"]),
         Route("/k8s/filter", guarded(r.k8s_filter), methods=["POST"]),
         Route("/k8s/prioritize", guarded(r.k8s_prioritize), methods=["POST"]),
+        Route("/k8s/bind", guarded(r.k8s_bind), methods=["POST"]),
+        Route("/metrics", guarded(scrape), methods=["GET"]),
     ]
+    routes = [timed(route, metrics, access_log) for route in routes]
 
     async def no_route(request: Request, exc: Exception) -> Response:
         status = getattr(exc, "status_code", 404)

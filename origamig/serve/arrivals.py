@@ -14,7 +14,7 @@ from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import GiSlot, Placement, VmSpec
 from origamig.errors import PlacementError, UserError
 from origamig.runtime.lifecycle import Runtime
-from origamig.serve.fit import arrival_fit, fit_on_pm
+from origamig.serve.fit import arrival_fit, fit_on_pm, start_problems
 from origamig.serve.requests import RequestError
 
 
@@ -101,6 +101,8 @@ def placed_by_others(runtime: Runtime, raw: dict[str, Any], vm: VmSpec) -> Place
     try:
         _without_yieldable(runtime).place(vm, pl)
     except PlacementError as exc:
+        if bad_starts := start_problems(dc, vm, pl):  # never valid: bad input, with the starts it takes
+            raise RequestError(bad_starts) from None
         raise Conflict([f"placement: {line}" for line in exc.problems]) from None
     return pl
 

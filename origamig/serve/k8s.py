@@ -19,6 +19,7 @@ from typing import Any
 
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import VmSpec
+from origamig.serve.bind import migration_target
 from origamig.serve.fit import PmFit, arrival_fit, fit_on_pm
 from origamig.serve.live import Live
 from origamig.serve.requests import RequestError, pod_entry, read_vm_entry
@@ -122,7 +123,11 @@ def filter_nodes(live: Live, args: Any) -> dict[str, Any]:
         return {"Nodes": None, "NodeNames": None, "FailedNodes": {}, "FailedAndUnresolvableNodes": {},
                 "Error": "; ".join(exc.problems)}  # fmt: skip
     verdict = _verdicts(live, vm, names) if vm.gis else {n: (0, "") for n in names}
-    if vm.gis and all(verdict[n][0] is None for n in names):
+    moving = migration_target(live, vm.id) if vm.gis else None
+    if moving is not None:  # a live migration's target pod goes where the plan sends its VM
+        why = f"a plan migrates {vm.id} to {moving[0]}"
+        verdict = {n: (0, "") if n == moving[0] else (None, why) for n in names}
+    elif vm.gis and all(verdict[n][0] is None for n in names):
         verdict = _yielding(live, vm, names)  # where moves under way give way, the pod passes
     passed = [n for n in names if verdict[n][0] is not None]
     failed = {n: verdict[n][1] for n in names if verdict[n][0] is None}

@@ -34,7 +34,11 @@ from origamig.serve.arrivals import (
     check_request_keys,
     placed_by_others,
 )
+from origamig.serve.events_log import plan_created
+from origamig.serve.events_log import plan_ended as log_plan_ended
+from origamig.serve.plan_gain import snapshot_gain
 from origamig.serve.plans import from_store, held_resources, to_store
+from origamig.serve.platform import MoveRules, enforce
 from origamig.serve.requests import EntryContext, most_gis, read_vm_entry
 from origamig.serve.snapshot_view import SnapshotView
 from origamig.serve.store import Store, StoreError
@@ -82,6 +86,7 @@ class Live:
         self.modeled_s: dict[int, float] = {}  # plan → the modeled time of the call that made it
         self.started_log: list[tuple[str, float]] | None = None  # VMs plans started (a replay reads it)
         self.dirty = Dirty()
+        self.move_rules = MoveRules()  # what the platform cannot move (`serve/platform.py`)
         self._load(policy)
 
     def _load(self, policy: Policy) -> None:
@@ -114,6 +119,7 @@ class Live:
         self.modeled_s = {doc["id"]: doc.get("modeled_s", 0.0) for doc in stored}
         self.rejected: dict[str, str] = store.rejected()  # VM id → why the optimizer gave up on it
         self.dirty = Dirty()
+        enforce(self, self.move_rules)
         if simulated:  # a simulated controller carries on with the moves under way
             for run in self.runtime.plans.running():
                 for m in run.running_moves():
@@ -147,8 +153,13 @@ class Live:
             why = f"an optimizer {kind} call left it out: {reasons[v]}" if v in reasons else ""
             self.dirty.rejected[v] = why or REJECTED_BY_CALL.format(kind=kind)
         for run in end.plans:
+            # Its gain in the snapshot objective's units, with the seed's weights (`plan_gain.py`).
+            part = {m.vm: m.target for m in run.moves if m.vm is not None and m.target is not None}
+            made = dataclasses.replace(work, target=part, pms=run.all_pms())
+            run.gain = snapshot_gain(self.dc, made, self.seed.weights, run.reserved)
             self.modeled_s[run.id] = work.modeled_s
             self.dirty.plans.add(run.id)
+            plan_created(run)
 
     def move_started(self, plan: PlanRun, move: Move, now: float) -> None:
         self.dirty.plans.add(plan.id)
@@ -169,6 +180,7 @@ class Live:
 
     def plan_ended(self, plan: PlanRun, now: float) -> None:
         self.dirty.plans.add(plan.id)
+        log_plan_ended(plan)
 
     def touched(self, pms: Iterable[int]) -> None:
         """PMs whose resources changed: extender answers cached for them are stale."""

@@ -31,6 +31,7 @@ from typing import Any
 from origamig.policies.base import Work
 from origamig.runtime import remote_check
 from origamig.runtime.remote_check import CheckRequest, Recording, run_check
+from origamig.serve.events_log import EVENTS
 from origamig.serve.live import Live
 from origamig.serve.plan_desk import PlanDesk
 from origamig.serve.service_loop import run_due
@@ -238,6 +239,9 @@ class Optimizer:
 
     def _ended(self, failed: bool) -> None:
         status = self.status
+        began = status.solving_since_s
+        EVENTS.emit("check", ok=not failed, duration_s=round(time.time() - began, 3) if began else 0.0,
+                    error=status.last_error if failed else "")  # fmt: skip
         status.checks += 1
         status.failed_checks += failed
         status.last_check_s, status.solving_since_s = time.time(), None

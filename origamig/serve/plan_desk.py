@@ -18,6 +18,7 @@ from typing import Any
 
 from origamig.errors import UserError
 from origamig.runtime.plan_run import ACKNOWLEDGED, AbortCause, PlanRun, PlanStatus, StepStatus
+from origamig.serve.events_log import plan_step
 from origamig.serve.live import Live
 from origamig.serve.plans import plan_json
 
@@ -104,6 +105,7 @@ class PlanDesk:
                             f"step: {n} of plan {plan_id} was acknowledged {recorded.value!r} already"
                         )
                 elif run.running and n in run.next_steps():
+                    plan_step(run, n, result)
                     if result == StepStatus.FAILED:
                         run.failed_step = n
                         live.runtime.plans.end(run, PlanStatus.FAILED, f"step {n} failed", now)
@@ -118,6 +120,7 @@ class PlanDesk:
                     if why is not None:
                         raise StepConflict(f"step: {n} of plan {plan_id} ({run.status}): {why}")
                     live.dirty.plans.add(run.id)
+                    plan_step(run, n, result, late=True)
                     late = True
                 else:
                     raise StepConflict(

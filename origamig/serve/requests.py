@@ -10,7 +10,7 @@ snapshot.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +18,7 @@ from origamig.cluster.catalog import Catalog, GpuModel, default_catalog
 from origamig.cluster.records import PmSpec, VmSpec
 from origamig.errors import UserError
 from origamig.serve.door import MAX_NAME, MAX_NAMESPACE, id_problem
+from origamig.serve.vgpu import vgpu_table
 from origamig.snapshot.document import Snapshot
 from origamig.snapshot.reader import read_vm_entry as read_one_entry
 
@@ -36,6 +37,7 @@ class EntryContext:
 
     present: tuple[GpuModel, ...]
     catalog: Catalog
+    pin: Callable[[VmSpec], VmSpec] | None = None  # the platform's pin of what it cannot move
 
     @classmethod
     def of(cls, snap: Snapshot) -> EntryContext:
@@ -73,7 +75,7 @@ def read_vm_entry(raw: Any, context: EntryContext, limit: int | None = None) -> 
     vm, problems = read_one_entry(raw, context.present, context.catalog, ENTRY_PATH)
     if vm is None:
         raise RequestError([line.removeprefix(f"{ENTRY_PATH}.") for line in problems])
-    return vm
+    return context.pin(vm) if context.pin is not None else vm
 
 
 # --- Kubernetes pods ---------------------------------------------------------------------------
@@ -105,8 +107,9 @@ def quantity(value: Any, where: str) -> float:
 
 
 def pod_entry(pod: Any, limit: int | None = None) -> dict[str, Any]:
-    """The VM request entry of `pod`: its MIG GIs (limits, else requests, of every container), its
-    CPU requests in cores and its memory requests in GB; id `namespace/name`. A pod asking for more
+    """The VM request entry of `pod`: its GIs (limits, else requests, of every container:
+    `nvidia.com/mig-<profile>`, or a MIG-backed vGPU type, which names the GPU model too), its CPU
+    requests in cores and its memory requests in GB; id `namespace/name`. A pod asking for more
     than `limit` GIs in all is refused before any list is built."""
     if not isinstance(pod, dict):
         raise RequestError("Pod: expected an object")
@@ -127,6 +130,7 @@ def pod_entry(pod: Any, limit: int | None = None) -> dict[str, Any]:
     if not isinstance(containers, list):
         raise RequestError("Pod.spec.containers: expected a list")
     gis: list[str] = []
+    models: dict[str, str] = {}  # GPU model → the vGPU resource that named it
     cpu = ram_bytes = 0.0
     for n, container in enumerate(containers):
         where = f"Pod.spec.containers[{n}].resources"
@@ -134,17 +138,50 @@ def pod_entry(pod: Any, limit: int | None = None) -> dict[str, Any]:
         limits = resources.get("limits") or {}
         requests = resources.get("requests") or {}
         for key in sorted({*limits, *requests}):
-            if key.startswith(MIG_RESOURCE):
-                count = quantity(limits.get(key, requests.get(key)), f"{where}.limits.{key}")
-                if count != int(count) or count < 0:
-                    raise RequestError(f"{where}.limits.{key}: {count:g} is not a whole number of GIs")
-                total = len(gis) + count
-                problem = gi_count_problem(int(total), limit, "Pod") if limit is not None else None
-                if problem is not None:
-                    raise RequestError(problem)
-                gis += [key.removeprefix(MIG_RESOURCE)] * int(count)
+            asked = gi_resource(key)
+            if asked is None:
+                continue
+            profile, model = asked
+            count = quantity(limits.get(key, requests.get(key)), f"{where}.limits.{key}")
+            if count != int(count) or count < 0:
+                raise RequestError(f"{where}.limits.{key}: {count:g} is not a whole number of GIs")
+            total = len(gis) + count
+            problem = gi_count_problem(int(total), limit, "Pod") if limit is not None else None
+            if problem is not None:
+                raise RequestError(problem)
+            gis += [profile] * int(count)
+            if model is not None and count:
+                models.setdefault(model, key)
         if "cpu" in requests:
             cpu += quantity(requests["cpu"], f"{where}.requests.cpu")
         if "memory" in requests:
             ram_bytes += quantity(requests["memory"], f"{where}.requests.memory")
-    return {"id": f"{namespace}/{name}", "cpu": cpu, "ram_gb": ram_bytes / 1e9, "gis": gis}
+    # A virt-launcher pod is its VirtualMachineInstance: the VM keeps its id from pod to pod (a live
+    # migration's target pod, a restart), and the KubeVirt flow names the VMI (`serve/kubevirt.py`).
+    vm_id = f"{namespace}/{vmi_of(meta) or name}"
+    entry: dict[str, Any] = {"id": vm_id, "cpu": cpu, "ram_gb": ram_bytes / 1e9, "gis": gis}
+    if len(models) > 1:
+        named = ", ".join(f"{key} ({model})" for model, key in models.items())
+        raise RequestError(f"Pod: asks for vGPU types of {len(models)} GPU models ({named}): give one")
+    if models:
+        entry["gpu_model"] = next(iter(models))
+    return entry
+
+
+def vmi_of(meta: dict[str, Any]) -> str | None:
+    """The name of the VirtualMachineInstance that owns a pod (KubeVirt's virt-launcher), or None."""
+    for owner in meta.get("ownerReferences") or ():
+        if isinstance(owner, dict) and owner.get("kind") == "VirtualMachineInstance":
+            name = owner.get("name")
+            if isinstance(name, str) and name and len(name) <= MAX_NAME:
+                return name
+    return None
+
+
+def gi_resource(key: str) -> tuple[str, str | None] | None:
+    """The GI profile a container resource asks for, and the GPU model it names (a vGPU type names
+    one; `nvidia.com/mig-<profile>` none), or None for a resource that is not a GI."""
+    if key.startswith(MIG_RESOURCE):
+        return key.removeprefix(MIG_RESOURCE), None
+    vgpu = vgpu_table().of_resource(key)
+    return (vgpu.profile, vgpu.gpu_model) if vgpu is not None else None

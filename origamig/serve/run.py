@@ -24,6 +24,7 @@ from origamig.errors import UserError
 from origamig.policies.base import make_policy
 from origamig.serve.door import plain_int
 from origamig.serve.live import PLATFORM, Live
+from origamig.serve.platform import Platform, apply_platform
 from origamig.serve.state_lock import StateLock
 from origamig.serve.store import RUNNING, STOPPED, Store, StoreError, StoreWriteError
 from origamig.snapshot.document import load_snapshot
@@ -59,6 +60,9 @@ class ServeConfig:
     tls: dict[str, Any] = field(default_factory=dict)  # uvicorn's ssl_* settings (`tls.tls_options`)
     request_timeout_s: float = REQUEST_TIMEOUT_S  # to deliver a whole request (`connections.py`)
     controller: str = PLATFORM  # who carries out plans' steps: the platform, or `simulated` (docs)
+    platform: Platform | None = None  # None: the seed's `platform` field (`serve/platform.py`)
+    kubeconfig: Path | None = None  # the Kubernetes API of POST /k8s/bind (None: in-cluster, if any)
+    access_log: bool = False  # one JSON line per request (`serve/events_log.py`)
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -104,6 +108,7 @@ def open_live(
     step_timeout_s: float | None = DEFAULT_STEP_TIMEOUT_S,
     intra_pm_moves: bool | None = None,
     controller: str = PLATFORM,
+    platform: Platform | None = None,
 ) -> Live:
     """The live cluster of `state`, or of a new state seeded from `seed` when `state` does not exist
     (an existing state is never seeded anew: `--from` is then not read). Everything is checked before
@@ -130,6 +135,7 @@ def open_live(
                 f"--state: {state}: cannot be written ({why}); the service stores every change"
             ) from None
         live = Live(store, policy, step_timeout_s, controller)
+        apply_platform(live, platform)
     except BaseException:
         store.close()
         if new:
@@ -168,6 +174,7 @@ def serve(config: ServeConfig) -> None:
     import uvicorn
 
     from origamig.serve.app import build_app
+    from origamig.serve.bind import Binder, kube_api
     from origamig.serve.connections import (
         ACCEPT_BACKLOG,
         bounded_protocol,
@@ -175,9 +182,13 @@ def serve(config: ServeConfig) -> None:
         quiet_repeats,
         raise_open_file_limit,
     )
+    from origamig.serve.events_log import EVENTS
+    from origamig.serve.metrics import Metrics
     from origamig.serve.optimizer import Optimizer
+    from origamig.serve.optimizer_off import reject_waiting
     from origamig.serve.replay import ReplayClock
 
+    api = kube_api(config.kubeconfig)  # a kubeconfig that cannot be read stops the start here
     open_files = raise_open_file_limit()  # before the socket and the state take any
     sock = bind(config.host, config.port)  # before any state file is written
     scheme = "https" if config.tls else "http"
@@ -194,6 +205,7 @@ def serve(config: ServeConfig) -> None:
             config.step_timeout_s,
             config.intra_pm_moves,
             config.controller,
+            config.platform,
         )
     except BaseException:
         sock.close()
@@ -205,9 +217,15 @@ def serve(config: ServeConfig) -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
+    if not config.optimizer and (rejected := reject_waiting(live)):
+        shown = ", ".join(rejected[:5]) + (", ..." if len(rejected) > 5 else "")
+        print(f"origamig serve: --optimizer off: {len(rejected)} pending VMs rejected ({shown}): nothing "
+              "would admit them (GET /v1/vms/{id} says why)", file=sys.stderr, flush=True)  # fmt: skip
     optimizer = Optimizer(live)
     clock = ReplayClock(live, optimizer) if config.clock == "replay" else None
-    app = build_app(live, config.token, clock, optimizer)
+    metrics = Metrics(live)
+    EVENTS.listeners.append(metrics.on_event)
+    app = build_app(live, config.token, clock, optimizer, Binder(live, api), metrics, config.access_log)
     dc = live.dc
     print(
         f"origamig serve: {scheme}://{config.host}:{config.port} — {len(dc.pms)} PMs, {len(dc.vms)} running, "
