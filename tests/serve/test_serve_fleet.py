@@ -331,3 +331,37 @@ def test_a_restart_keeps_added_cordoned_drained_and_removed_servers(tmp_path: Pa
         assert c.get(f"/v1/plans/{plan_id}").json() == shown
         valid(c.get("/v1/snapshot").json())
     server.stop()
+
+
+# --- the KubeVirt walk-through's step 4 (docs/service.md#a-kubevirt-walk-through) -----------------
+def test_the_walk_throughs_drain_and_node_add(tmp_path: Path) -> None:
+    _, c = in_process(tmp_path, json.loads((EXAMPLES / "kubevirt" / "start.json").read_text()))
+    train = {"id": "ml/train-7", "cpu": 9, "ram_gb": 96, "gis": ["3g.40gb"], "gpu_model": "H100-80GB"}
+    assert c.post("/v1/vms", json=train | {"pm": "gpu-node-1"}).status_code == 201  # bound there
+    drained = c.post("/v1/pms/gpu-node-1/drain").json()
+    assert drained["cordoned"] and drained["moving"] == [] and drained["drain_plans"] == []
+    (stays,) = drained["staying"]
+    assert stays["vm"] == "ml/train-7"
+    assert stays["reason"].startswith(
+        "pinned: it may run on H100-80GB: its MIG-backed vGPUs are SR-IOV functions"
+    )
+    args = vgpu_pod("train-8", "nvidia.com/NVIDIA_H100XM-3-40C", ["gpu-node-1", "gpu-node-2"])
+    answer = c.post("/k8s/filter", json=args).json()
+    assert answer["NodeNames"] == ["gpu-node-2"]
+    assert answer["FailedNodes"]["gpu-node-1"].startswith("cordoned: nothing new lands on it")
+    assert c.delete("/v1/vms/ml/train-7").status_code == 204  # KubeVirt evicted it
+    node = c.get("/v1/pms/gpu-node-1").json()
+    assert (node["removable"], node["in_the_way"]) == (True, [])
+    assert c.delete("/v1/pms/gpu-node-1").status_code == 204
+    entry = {"cpu": 192, "ram_gb": 2048, "gpus": ["H100-80GB"] * 8, "cordoned": True}
+    assert c.put("/v1/pms/gpu-node-3", json=entry).status_code == 201
+    listing = c.post(
+        "/v1/pms/gpu-node-3/lgi",
+        content="No GPU instances found: Not Found\n",
+        headers={"Content-Type": "text/plain"},
+    )
+    assert listing.json() == {
+        "pm": "gpu-node-3", "dry_run": False, "matched": 0, "host_only": [], "state_only": [], "found_gis": []
+    }  # fmt: skip
+    assert c.post("/v1/pms/gpu-node-3/uncordon").json()["cordoned"] is False
+    assert [p["id"] for p in snapshot(c)["pms"]] == ["gpu-node-2", "gpu-node-3"]
