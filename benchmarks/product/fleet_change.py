@@ -8,6 +8,7 @@ Each size seeds the cluster of `serve_load` (`--pms` servers of 2× A100-40GB, `
 VMs each, placed by first fit) into a new state and opens it in this process (the live state, the
 optimizer's checks off), then `--repeats` times, in turn:
 
+- `arrival`: a VM request on the state as it runs (the arrival rule's index made by one before);
 - `add`: `PUT /v1/pms/{id}` of an empty server — in place, committed (the seed rewritten);
 - `snapshot_after` / `arrival_after`: the first `GET /v1/snapshot` and the first VM request after it
   (each reads every server once again: the state started a new journal);
@@ -48,7 +49,8 @@ from origamig.serve.live import Live
 from origamig.serve.store import Store
 
 RESULTS = ROOT / "benchmarks" / "results" / "fleet_change.json"
-STEPS = ("add", "snapshot_after", "arrival_after", "cordon", "uncordon", "lgi", "remove", "add_by_rebuild")
+STEPS = ("arrival", "add", "snapshot_after", "arrival_after", "cordon", "uncordon", "lgi", "remove")
+STEPS += ("add_by_rebuild",)
 SERVER = {"cpu": 80, "ram_gb": 512, "gpus": ["A100-40GB", "A100-40GB"]}
 LISTING = """+----------------------------------------------------+
 | GPU instances:                                     |
@@ -88,6 +90,11 @@ def one_size(pms: int, vms_per_pm: int, repeats: int, seed: int) -> dict[str, An
         times: dict[str, list[float]] = {step: [] for step in STEPS}
         for n in range(repeats):
             new = f"added-{n}"
+            warm = {"id": f"warm-{n}", "cpu": 4, "ram_gb": 16, "gis": ["1g.5gb"]}
+            live.arrive(warm)  # the arrival rule's index made (a removal or a start reads all anew)
+            live.depart(warm["id"])
+            times["arrival"].append(timed_ms(live.arrive, warm))
+            live.depart(warm["id"])
             times["add"].append(timed_ms(fleet.add, new, dict(SERVER)))
             times["snapshot_after"].append(timed_ms(live.snapshot_json))
             vm = {"id": f"late-{n}", "cpu": 4, "ram_gb": 16, "gis": ["1g.5gb"]}
