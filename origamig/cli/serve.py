@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -12,10 +11,9 @@ import typer
 from origamig.cli.arguments import parse_options
 from origamig.cli.switches import INTRA_PM_HELP, Switch
 from origamig.errors import UserError, require_extra
+from origamig.serve.opening import DEFAULT_STEP_TIMEOUT_S, POLICY
 from origamig.serve.run import (
     DEFAULT_LISTEN,
-    DEFAULT_STEP_TIMEOUT_S,
-    POLICY,
     REQUEST_TIMEOUT_S,
     ServeConfig,
     parse_listen,
@@ -147,12 +145,15 @@ def serve_command(
 
 
 def _backup(state: Path, target: Path) -> None:
-    """A consistent copy of the state in a new file (SQLite's online backup), checked by opening it."""
+    """A consistent copy of the state in a new file (SQLite's online backup), checked by opening it.
+    Neither the state nor its -wal changes, whether a server runs on it, stopped or crashed."""
     from origamig.serve.store import Store
 
-    with contextlib.closing(Store(state, writable=False)) as store:
+    with Store.reading(state) as store:
+        if store.copy_problem is not None:
+            typer.echo(f"warning: --state: {store.path}: {store.copy_problem[0]}", err=True)
         store.backup(target)
-    with contextlib.closing(Store(target, writable=False)) as copy:
+    with Store.reading(target) as copy:
         vms = len(copy.document()["vms"])
     typer.echo(f"{target}: a copy of {state} ({vms} VMs)")
 
@@ -165,7 +166,7 @@ def _print_k8s_config(
     from origamig.snapshot.document import load_snapshot, parse_snapshot
 
     if state.exists():
-        with contextlib.closing(Store(state, writable=False)) as store:
+        with Store.reading(state) as store:
             pms = parse_snapshot({**store.document(), "vms": []}).pms
     elif seed is not None:
         pms = load_snapshot(seed).pms

@@ -33,6 +33,7 @@ from origamig.cluster.datacenter import DataCenter, StateChanges
 from origamig.policies.base import Work
 from origamig.policies.runtime import collect_calls
 from origamig.serve.live import Live
+from origamig.serve.worker_exit import end_workers, exit_cleanly_on_sigterm
 
 STUCK_AFTER_S = 900.0  # a check still solving after this long is killed, its worker replaced
 LOG_REPEAT_S = 60.0  # the same log line at most once a minute
@@ -63,6 +64,7 @@ def _start_worker(parent: int, selected: Any) -> None:
     global _SELECTED
     _SELECTED = selected
     _exit_with(parent)
+    exit_cleanly_on_sigterm()
 
 
 # In the worker: the state of its last check, as the service sent it, and the number the service
@@ -185,8 +187,7 @@ class Optimizer:
         if self.thread.is_alive():
             self.thread.join(timeout=30)
         if self.pool is not None:
-            _kill_workers(self.pool)
-            self.pool.shutdown(wait=False, cancel_futures=True)
+            end_workers(self.pool)  # asked to end, not killed: nothing is left behind
         self.status.state = STOPPED
 
     def without_loop(self, state: str) -> None:
@@ -217,7 +218,8 @@ class Optimizer:
                 due = None
                 self.check(live.now())
             except Exception as exc:  # reported; the next check comes as usual
-                self._log(f"optimizer check failed: {exc!r}")
+                if not self.stopping.is_set():
+                    self._log(f"optimizer check failed: {exc!r}")
                 self.stopping.wait(IDLE_POLL_S)
 
     def _log(self, line: str) -> None:
@@ -286,6 +288,8 @@ class Optimizer:
         future = pool.submit(run_check, payload)
         deadline = time.monotonic() + self.stuck_after_s
         self._hold_while_solving(future, deadline)
+        if not future.done() and self.stopping.is_set():
+            raise CheckTimeout("the service is stopping")
         if not future.done():
             self._replace(f"a check ran past {self.stuck_after_s:g} s")
             raise CheckTimeout(f"a check ran past {self.stuck_after_s:g} s; its worker was replaced")
@@ -308,6 +312,8 @@ class Optimizer:
         """While the worker solves, hold the PMs of each call it chose (arrivals keep off them)."""
         live = self.live
         while (not future.done() or not self.selected.empty()) and time.monotonic() < deadline:
+            if self.stopping.is_set():
+                return
             try:
                 pms = self.selected.get(timeout=SELECT_POLL_S)
             except queue.Empty:
