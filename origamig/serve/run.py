@@ -17,7 +17,7 @@ import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from origamig.call.goals import DEFAULT_GOAL
 from origamig.errors import UserError
@@ -53,7 +53,7 @@ class ServeConfig:
     step_timeout_s: float | None = DEFAULT_STEP_TIMEOUT_S
     optimizer: bool = True
     intra_pm_moves: bool | None = None  # None: the seed's `intra_pm_moves`
-    tls: dict[str, Any] = field(default_factory=dict)  # uvicorn's ssl_* settings (`tls.tls_options`)
+    tls: dict[str, Any] = field(default_factory=dict)  # the ssl_* settings of `tls.tls_options`
     request_timeout_s: float = REQUEST_TIMEOUT_S  # to deliver a whole request (`connections.py`)
 
 
@@ -116,10 +116,10 @@ def serve(config: ServeConfig) -> None:
     from origamig.serve.app import build_app
     from origamig.serve.connections import (
         ACCEPT_BACKLOG,
-        bounded_protocol,
         connection_cap,
         quiet_repeats,
         raise_open_file_limit,
+        service_protocol,
     )
     from origamig.serve.optimizer import Optimizer
     from origamig.serve.replay import ReplayClock
@@ -164,16 +164,15 @@ def serve(config: ServeConfig) -> None:
     else:
         optimizer.without_loop("off" if not config.optimizer else "replay")
     quiet_repeats()
-    protocol = bounded_protocol(connection_cap(open_files), config.request_timeout_s)
+    protocol = service_protocol(connection_cap(open_files), config.request_timeout_s, config.tls)
     server = uvicorn.Server(
         uvicorn.Config(
             app,
             log_level="warning",
             access_log=False,
-            http=protocol,
+            http=cast(Any, protocol),  # a factory of protocols, as uvicorn calls a class
             backlog=ACCEPT_BACKLOG,
             timeout_graceful_shutdown=DRAIN_S,
-            **config.tls,
         )
     )
     stops.attach(server)
