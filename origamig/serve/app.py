@@ -1,9 +1,10 @@
 """The HTTP routes of `origamig serve` (docs/service.md), a Starlette application over `Live`.
 
-Every route but `GET /healthz` needs `Authorization: Bearer <token>` (compared in constant time; 401
-otherwise). Bodies are JSON (`Content-Type: application/json`, else 415), at most `MAX_BODY` bytes
-(else 413), parsed strictly (no NaN, bounded nesting; else 400). A refused request changes nothing
-and gets `{"error": "<one line>", "problems": [...]}`, each problem naming the field and the value.
+Every route but `GET /healthz` and `GET /readyz` needs `Authorization: Bearer <token>` (the scheme in
+any case, RFC 9110; the token compared in constant time; 401 otherwise). Bodies are JSON
+(`Content-Type: application/json`, else 415), at most `MAX_BODY` bytes (else 413), parsed strictly
+(no NaN, bounded nesting; else 400). A refused request changes nothing and gets `{"error": "<one
+line>", "problems": [...]}`, each problem naming the field and the value.
 """
 
 from __future__ import annotations
@@ -70,6 +71,13 @@ def log_failure(request: Request, exc: Exception) -> None:
         file=sys.stderr,
         flush=True,
     )
+
+
+def bearer_token(header: str) -> bytes:
+    """The token of an `Authorization` header in the Bearer scheme (its name in any case, RFC 9110
+    section 11.1), b"" for any other."""
+    scheme, _, token = header.strip().partition(" ")
+    return token.strip().encode() if scheme.lower() == "bearer" else b""
 
 
 def error_response(status: int, problems: list[str]) -> JSONResponse:
@@ -248,11 +256,11 @@ def build_app(
 ) -> Starlette:
     """The service's application over `live`, guarded by bearer `token`; with `clock`, in replay mode;
     `optimizer` is reported by `/readyz` and `/v1/status`."""
-    expected = f"Bearer {token}".encode()
+    expected = token.encode()
 
     def guarded(handler: Handler) -> Handler:
         async def run(request: Request) -> Response:
-            given = request.headers.get("authorization", "").encode()
+            given = bearer_token(request.headers.get("authorization", ""))
             # A client certificate the TLS handshake verified against --client-ca stands for the token.
             if client_subject(request.scope) is None and not hmac.compare_digest(given, expected):
                 return error_response(

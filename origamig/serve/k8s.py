@@ -3,7 +3,7 @@
 arrival rule, PM by PM — the exact, start-slice-aware fit, no solver.
 
 A node name is a snapshot PM id. A pod asks for GIs through container resources
-`nvidia.com/mig-<profile>` (`requests.pod_entry`). Filter keeps the nodes where the rule places every
+`nvidia.com/mig-<profile>` (`pods.pod_entry`). Filter keeps the nodes where the rule places every
 GI; prioritize scores them 10 (the PM the rule itself would pick) down to 1 by the rule's own order,
 0 where the pod does not fit. A pod without MIG resources is not judged: every node passes, scores 0.
 Both only read the state: the pod is placed when the VM platform posts it (`POST /v1/vms`).
@@ -17,7 +17,8 @@ from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import VmSpec
 from origamig.serve.fit import PmFit, arrival_fit, fit_on_pm
 from origamig.serve.live import Live
-from origamig.serve.requests import RequestError, pod_entry, read_vm_entry
+from origamig.serve.pods import pod_entry
+from origamig.serve.requests import RequestError, read_vm_entry
 
 MAX_PRIORITY = 10  # kube-scheduler's MaxExtenderPriority
 

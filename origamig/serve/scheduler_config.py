@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from origamig.cluster.records import PmSpec
-from origamig.serve.requests import MIG_RESOURCE
+from origamig.serve.pods import MIG_RESOURCE
 
 
 def resource_names(pms: Sequence[PmSpec]) -> list[str]:
