@@ -162,8 +162,15 @@ class Routes:
             problems.append("optimizer: its loop has ended")
         if optimizer is not None and optimizer.stuck(time.time()):
             problems.append(f"optimizer: a check has run since {optimizer.status.solving_since_s:.0f}")
+        refused = self.live.store.refusal
+        if refused is not None:  # a full disk: reads and the extender go on
+            problems.append(
+                f"state: changes cannot be stored ({refused}); reads and the extender are answered, "
+                "every change is refused with 503 until one can be stored again"
+            )
         body: dict[str, Any] = {
             "status": "not ready" if problems else "ready",
+            "writes": "refused" if refused is not None else "ok",
             "optimizer": self.optimizer_view(),
         }
         if problems:
