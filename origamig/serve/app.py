@@ -29,6 +29,7 @@ from origamig.serve.k8s import filter_nodes, prioritize_nodes
 from origamig.serve.kubevirt import kubevirt_flow
 from origamig.serve.live import ArrivalStatus, Conflict, DuplicateVm, Live, StepConflict, UnknownPlan
 from origamig.serve.optimizer import Optimizer
+from origamig.serve.plan_retention import with_retired
 from origamig.serve.plans import ACKNOWLEDGED, StepStatus
 from origamig.serve.replay import ReplayClock
 from origamig.serve.requests import RequestError
@@ -179,7 +180,8 @@ class Routes:
 
     async def status(self, request: Request) -> Response:
         live = self.live
-        return JSONResponse({**live.counts(), "now": live.now(), "optimizer": self.optimizer_view()})
+        counts = await run_in_threadpool(lambda: with_retired(live, live.counts()))
+        return JSONResponse({**counts, "now": live.now(), "optimizer": self.optimizer_view()})
 
     # --- the cluster and its VMs ---------------------------------------------------------------
     async def snapshot(self, request: Request) -> Response:

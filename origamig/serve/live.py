@@ -23,6 +23,7 @@ from origamig.errors import PlacementError, SnapshotError, UserError
 from origamig.policies.base import ArrivalDecision, Deferred, Placed, Policy, Rejection, Work
 from origamig.policies.runtime import CallEnd, Runtime
 from origamig.serve.fit import arrival_fit, fit_on_pm
+from origamig.serve.plan_retention import retire_ended_plans
 from origamig.serve.plans import (
     ACKNOWLEDGED,
     AbortCause,
@@ -503,6 +504,7 @@ class Live:
             self.dc.reorder_as_applied(moving, starting)
         if work is not None:
             self.runtime.end_call(work, self.now(), apply=False, applied=work.applied and applied)
+        retire_ended_plans(self)  # the newest ended plans are kept (serve/plan_retention.py)
 
     # --- reading ---------------------------------------------------------------------------------
     def vm_status(self, vm_id: str) -> dict[str, Any] | None:

@@ -21,6 +21,7 @@ from typing import Any
 from origamig.errors import UserError
 from origamig.policies.base import make_policy
 from origamig.serve.live import Live
+from origamig.serve.plan_retention import retire_ended_plans
 from origamig.serve.state_file import RUNNING, wal_of
 from origamig.serve.state_lock import StateLock
 from origamig.serve.store import Store, StoreError, StoreWriteError
@@ -65,6 +66,7 @@ def open_state(
         try:
             read_only = _mark_running(store, holder)
             live = Live(store, policy, step_timeout_s)
+            retire_ended_plans(live)  # a state of an earlier version may hold more
         except BaseException:
             store.close()
             raise

@@ -287,6 +287,10 @@ class Store:
             rows = self._db.execute("SELECT doc FROM plans ORDER BY id").fetchall()
         return [json.loads(doc) for (doc,) in rows]
 
+    def meta(self, key: str) -> str | None:
+        """A value of the state's `meta` table (None when it has none)."""
+        return self._meta(key)
+
     def _meta(self, key: str) -> str | None:
         with self._lock:
             row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
