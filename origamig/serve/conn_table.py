@@ -2,18 +2,30 @@
 them (`max_total`, below the open-file limit) and those of one client address (`max_per_address`),
 so that one client, or a crowd, cannot keep a health probe or kube-scheduler out.
 
-A newcomer beyond a cap closes the longest-idle members that may be closed: an idle keep-alive
-connection, one whose answer waits for its client to read it, a handshake. Beyond its address's
-cap, a client's own longest-idle connections go first even while they have a request under way (a
-client pipelining requests is always busy): it is over its share. Beyond the total cap with nothing
-idle, the address holding the most connections loses its longest-idle one, if it holds more than
-the newcomer's; otherwise the newcomer is closed.
+A newcomer beyond a cap closes members that may be closed (`Standing`): first those whose answer
+waits for a client that does not read it, then those that pipeline requests (no ordinary client
+does; one is always busy), then the idle ones (a keep-alive connection, a handshake), the longest
+idle first. Beyond its address's cap, a client's own connections go even while an answer is being
+made for them: it is over its share. Beyond the total cap with nothing else to close, the address
+holding the most connections loses one, if it holds more than the newcomer's; otherwise the
+newcomer is closed.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from enum import IntEnum
 from typing import Protocol
+
+
+class Standing(IntEnum):
+    """How a member stands when room is made: the lowest are closed first; `BUSY` ones only as a
+    client's own beyond its share (or the richest address's)."""
+
+    STALLED = 0  # its client does not take the answer written for it
+    PIPELINING = 1  # more requests of it wait unread behind the one being answered
+    IDLE = 2  # nothing to do: waits for a request, or for its handshake
+    BUSY = 3  # an answer is being made for it
 
 
 class Member(Protocol):
@@ -22,8 +34,8 @@ class Member(Protocol):
     address: str  # the client's address (without the port)
     idle_since: float  # monotonic time it last did something the service waited for
 
-    def evictable(self) -> bool:
-        """It may be closed to make room (it is not having its answer made)."""
+    def standing(self) -> Standing:
+        """How it stands now."""
         ...
 
     def evict(self) -> None:
@@ -66,11 +78,9 @@ class ConnectionTable:
         excess = len(group) - cap
         if excess <= 0:
             return
-        others = sorted(
-            (m for m in group if m is not newcomer), key=lambda m: (not m.evictable(), m.idle_since)
-        )
+        others = sorted((m for m in group if m is not newcomer), key=_victim_order)
         if group is self.members:  # across addresses: busy members only from a richer address
-            others = [m for m in others if m.evictable() or self._richer(m, newcomer)]
+            others = [m for m in others if m.standing() < Standing.BUSY or self._richer(m, newcomer)]
         for other in others[:excess]:
             other.evict()
             self.leave(other)
@@ -83,3 +93,8 @@ class ConnectionTable:
         most = max(len(g) for g in self.by_address.values())
         mine = len(self.by_address[member.address])
         return mine == most and mine > len(self.by_address[newcomer.address])
+
+
+def _victim_order(member: Member) -> tuple[Standing, float]:
+    """By standing, then the longest-idle first."""
+    return member.standing(), member.idle_since

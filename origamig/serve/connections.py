@@ -29,7 +29,7 @@ from typing import Any
 
 from uvicorn.protocols.http.flow_control import FlowControl
 
-from origamig.serve.conn_table import ConnectionTable
+from origamig.serve.conn_table import ConnectionTable, Standing
 from origamig.serve.framing import StrictConnection, refusal_bytes
 from origamig.serve.tls import HANDSHAKE_TIMEOUT_S, ClientCertProtocol, TlsDoor, server_context
 
@@ -143,7 +143,6 @@ class BoundedProtocol(ClientCertProtocol):
     def resume_writing(self) -> None:
         super().resume_writing()
         self._disarm_write()
-        self.idle_since = time.monotonic()
         if self._after_flush and not self.transport.is_closing():
             self._after_flush = False
             self._next_request()
@@ -151,7 +150,8 @@ class BoundedProtocol(ClientCertProtocol):
     # --- deadlines ---------------------------------------------------------------------------------
     def _arm(self) -> None:
         self._disarm()
-        self.idle_since = time.monotonic()
+        if not self._unread():  # with pipelined requests waiting, it has not been idle since
+            self.idle_since = time.monotonic()
         self._deadline = self.loop.call_later(self.request_timeout_s, self._on_deadline)
 
     def _disarm(self) -> None:
@@ -181,8 +181,12 @@ class BoundedProtocol(ClientCertProtocol):
         making = cycle is not None and not cycle.more_body and not cycle.response_complete
         return making and not self.flow.write_paused
 
-    def evictable(self) -> bool:
-        return not self.busy()
+    def standing(self) -> Standing:
+        if self.flow.write_paused:
+            return Standing.STALLED
+        if self._unread():
+            return Standing.PIPELINING
+        return Standing.BUSY if self.busy() else Standing.IDLE
 
     def evict(self) -> None:
         if self.flow.write_paused:

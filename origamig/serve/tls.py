@@ -20,14 +20,12 @@ import ssl
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from origamig.errors import UserError
-
-if TYPE_CHECKING:
-    from origamig.serve.conn_table import ConnectionTable
+from origamig.serve.conn_table import ConnectionTable, Standing
 
 HANDSHAKE_TIMEOUT_S = 5.0
 
@@ -165,8 +163,8 @@ class TlsDoor(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.table.leave(self)  # before the handshake took the connection over
 
-    def evictable(self) -> bool:
-        return True
+    def standing(self) -> Standing:
+        return Standing.IDLE  # its age says how long it has waited for its client
 
     def evict(self) -> None:
         if self.task is not None:

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from uvicorn.config import Config
 from uvicorn.server import ServerState
 
-from origamig.serve.conn_table import ConnectionTable
+from origamig.serve.conn_table import ConnectionTable, Standing
 from origamig.serve.connections import MAX_UNREAD, BoundedProtocol, bounded_protocol
 from tests.profiles import examples
 from tests.serve.test_serve_faults import QUIET, SEED, lowered_open_files
@@ -169,11 +169,11 @@ def test_a_request_with_both_lengths_is_400_in_json_and_closed(lengths: bytes) -
 
 # --- the connection table ------------------------------------------------------------------------
 class Member:
-    def __init__(self, address: str, t: float, busy: bool) -> None:
-        self.address, self.idle_since, self.busy, self.evicted = address, t, busy, False
+    def __init__(self, address: str, t: float, standing: Standing) -> None:
+        self.address, self.idle_since, self.stand, self.evicted = address, t, standing, False
 
-    def evictable(self) -> bool:
-        return not self.busy
+    def standing(self) -> Standing:
+        return self.stand
 
     def evict(self) -> None:
         self.evicted = True
@@ -183,24 +183,30 @@ class Member:
 @given(
     total=st.integers(2, 12),
     per_address=st.integers(1, 8),
-    arrivals=st.lists(st.tuples(st.sampled_from("abcd"), st.booleans()), max_size=60),
+    arrivals=st.lists(st.tuples(st.sampled_from("abcd"), st.sampled_from(Standing)), max_size=60),
 )
 def test_the_table_keeps_its_caps_and_spares_busy_members_of_poorer_addresses(
-    total: int, per_address: int, arrivals: list[tuple[str, bool]]
+    total: int, per_address: int, arrivals: list[tuple[str, Standing]]
 ) -> None:
     table = ConnectionTable(total, per_address)
-    for t, (address, busy) in enumerate(arrivals):
+    for t, (address, standing) in enumerate(arrivals):
         before = {m.address: sum(o.address == m.address for o in table.members) for m in table.members}
         inside = set(table.members)
-        newcomer = Member(address, float(t), busy)
+        newcomer = Member(address, float(t), standing)
         table.join(newcomer)
         assert len(table) <= total
         assert all(len(g) <= per_address for g in table.by_address.values())
         assert all(not m.evicted for m in table.members) and newcomer.evicted != (newcomer in table.members)
-        for gone in inside - set(table.members):
+        gone = inside - set(table.members)
+        for member in gone:
             # a busy member goes only for its own address's cap, or from the richest address
             own = before.get(address, 0) + 1
-            assert not gone.busy or gone.address == address or before[gone.address] > own
+            busy = member.stand == Standing.BUSY
+            assert not busy or member.address == address or before[member.address] > own
+        kept_lower = [m for m in table.members if m is not newcomer and m.address == address]
+        for member in gone:  # within an address, whoever went stood no better than whoever stayed
+            if member.address == address:
+                assert all((member.stand, member.idle_since) <= (m.stand, m.idle_since) for m in kept_lower)
 
 
 # --- a real server under attack ---------------------------------------------------------------------
