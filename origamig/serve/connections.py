@@ -10,7 +10,11 @@ protocol, configured and extended, not copied):
 - **one request at a time**: no pipelined request is read before the previous answer is out of the
   process, and at most `MAX_UNREAD` bytes of unread requests are kept (reading stops beyond that:
   the kernel's buffers, then TCP, hold the client back). What one connection holds is then one
-  answer and that much of its requests;
+  answer and that much of its requests. A client that keeps `MAX_PIPELINED` requests back to back
+  (each sent before the answer to the one before: no ordinary client does) gets one more answer,
+  with `Connection: close`, and the connection ends (RFC 9112 lets a server close after any
+  answer; a pipelining client sends again what was not answered) — so one connection cannot make
+  the service work for it without end;
 - **caps** on open connections, in all and per client address (`conn_table.py`); a TLS handshake
   counts too (`tls.py`);
 - **strict framing** (`framing.py`): both `Content-Length` and `Transfer-Encoding` is `400`, closed.
@@ -27,7 +31,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from uvicorn.protocols.http.flow_control import FlowControl
+from uvicorn.protocols.http.flow_control import CLOSE_HEADER, FlowControl
 
 from origamig.serve.conn_table import ConnectionTable, Standing
 from origamig.serve.framing import StrictConnection, refusal_bytes
@@ -39,6 +43,7 @@ MAX_CONNECTIONS = 4096
 PER_ADDRESS_SHARE = 4  # one client address may hold at most a quarter of the connections ...
 MIN_PER_ADDRESS = 8  # ... and at least this many
 MAX_UNREAD = 64 * 1024  # bytes of pipelined requests kept unread per connection
+MAX_PIPELINED = 32  # requests answered back to back on one connection before it is closed
 
 
 def raise_open_file_limit() -> int:
@@ -91,6 +96,7 @@ class BoundedProtocol(ClientCertProtocol):
         self._deadline: Any = None  # to deliver the next request
         self._write_deadline: Any = None  # to take the answer written
         self._after_flush = False  # an answer is complete but not out yet: the next request waits
+        self._back_to_back = 0  # requests in a row that came before the answer to the one before
         self.address = ""
         self.idle_since = time.monotonic()
 
@@ -131,9 +137,17 @@ class BoundedProtocol(ClientCertProtocol):
         self._next_request()
 
     def _next_request(self) -> None:
-        super().on_response_complete()
-        if not self.transport.is_closing():
-            self._arm()  # the next request has its own deadline
+        pipelined = self._unread() > 0  # the next request came before this answer
+        self._back_to_back = self._back_to_back + 1 if pipelined else 0
+        before = self.cycle
+        super().on_response_complete()  # reads the next request, when it is here
+        if self.transport.is_closing():
+            return
+        self._arm()  # the next request has its own deadline
+        cycle = self.cycle
+        if self._back_to_back >= MAX_PIPELINED and cycle is not before and cycle is not None:
+            cycle.keep_alive = False  # answered, then closed
+            self.headers.append(CLOSE_HEADER)  # ... saying so (`Connection: close`): its scope's list
 
     def pause_writing(self) -> None:
         super().pause_writing()

@@ -23,7 +23,7 @@ from uvicorn.config import Config
 from uvicorn.server import ServerState
 
 from origamig.serve.conn_table import ConnectionTable, Standing
-from origamig.serve.connections import MAX_UNREAD, BoundedProtocol, bounded_protocol
+from origamig.serve.connections import MAX_PIPELINED, MAX_UNREAD, BoundedProtocol, bounded_protocol
 from tests.profiles import examples
 from tests.serve.test_serve_faults import QUIET, SEED, lowered_open_files
 from tests.serve_helpers import Server
@@ -129,21 +129,46 @@ def test_an_answer_the_client_does_not_take_in_time_ends_the_connection() -> Non
 
 
 def test_unread_pipelined_bytes_are_bounded() -> None:
+    pad = b"x" * 12_000  # requests of 12 kB (h11 takes headers up to 16 kB): a few pass the bound
+    big = [b"GET /%d HTTP/1.1\r\nHost: x\r\nX-Pad: %s\r\n\r\n" % (n, pad) for n in range(12)]
+
+    assert len(b"".join(big)) > 2 * MAX_UNREAD
+
     async def run() -> None:
         protocol, transport, seen = await connected()
         transport.stuck = True
-        requests = 3 * MAX_UNREAD // len(GET % 0)
-        protocol.data_received(b"".join(GET % n for n in range(requests)))
+        protocol.data_received(b"".join(big))
         await settle()
         assert not transport.reading  # beyond MAX_UNREAD nothing more is read ...
         protocol.flow.resume_reading()
         assert not transport.reading  # ... not even when uvicorn asks
         transport.flush()
-        for _ in range(2000):
-            if len(seen) == requests:
-                break
+        await settle()
+        assert len(seen) == len(big) and transport.reading  # all answered: reading again
+
+    asyncio.run(run())
+
+
+def test_a_client_that_only_pipelines_is_answered_a_while_then_closed() -> None:
+    async def run() -> None:
+        protocol, transport, seen = await connected()
+        protocol.data_received(b"".join(GET % n for n in range(3 * MAX_PIPELINED)))
+        await settle()
+        answers = bytes(transport.written).split(b"HTTP/1.1 200")[1:]
+        assert len(seen) == len(answers) == MAX_PIPELINED + 1  # the requests in a row, and one more
+        assert b"connection: close" in answers[-1].lower() and transport.closing
+        assert not any(b"connection: close" in a.lower() for a in answers[:-1])
+
+    asyncio.run(run())
+
+
+def test_a_client_that_waits_for_each_answer_is_never_closed() -> None:
+    async def run() -> None:
+        protocol, transport, seen = await connected()
+        for n in range(MAX_PIPELINED + 8):
+            protocol.data_received(GET % n)
             await asyncio.sleep(0.01)
-        assert len(seen) == requests and transport.reading  # all answered: reading again
+        assert len(seen) == MAX_PIPELINED + 8 and not transport.closing
 
     asyncio.run(run())
 
