@@ -12,6 +12,7 @@ import shutil
 import signal
 import sqlite3
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,16 @@ def files(folder: Path, state: Path) -> dict[str, bytes]:
     return out
 
 
+@contextlib.contextmanager
+def running(srv: Server) -> Iterator[Server]:
+    """`srv` started, and killed on the way out if it is still running (a test that fails midway)."""
+    srv.start()
+    try:
+        yield srv
+    finally:
+        srv.kill()
+
+
 def worker_pid(srv: Server) -> int:
     with srv.client() as c:
         for _ in range(300):
@@ -57,16 +68,14 @@ def gone(pid: int) -> bool:
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_stop_by_signal_is_clean_and_then_backup_and_restart_work(tmp_path: Path, sig: int) -> None:
-    srv = Server(tmp_path, seed=SEED, options=FAST).start()
-    with srv.client() as c:
+    with running(Server(tmp_path, seed=SEED, options=FAST)) as srv, srv.client() as c:
         assert c.post("/v1/vms", json={"id": "kept", **SMALL}).status_code == 201
         before = c.get("/v1/snapshot").json()
-    worker = worker_pid(srv)
-    time.sleep(1.0)  # checks every 0.2 s: the stop may come while one runs
-    assert srv.proc is not None
-    srv.proc.send_signal(sig)
-    assert srv.proc.wait(60) == 0
-    srv.log.close()
+        worker = worker_pid(srv)
+        time.sleep(1.0)  # checks every 0.2 s: the stop may come while one runs
+        assert srv.proc is not None
+        srv.proc.send_signal(sig)
+        assert srv.proc.wait(60) == 0
     log = srv.read_log()
     assert "stopped (" in log and "leaked" not in log and "Traceback" not in log, log
     assert gone(worker)
@@ -88,12 +97,11 @@ def test_a_stop_by_signal_is_clean_and_then_backup_and_restart_work(tmp_path: Pa
 
 
 def test_a_backup_after_a_crash_leaves_the_log_and_the_restart_has_every_change(tmp_path: Path) -> None:
-    srv = Server(tmp_path, seed=SEED, options=QUIET).start()
-    with srv.client() as c:
+    with running(Server(tmp_path, seed=SEED, options=QUIET)) as srv, srv.client() as c:
         for n in range(3):
             assert c.post("/v1/vms", json={"id": f"late{n}", **SMALL}).status_code == 201
         before = c.get("/v1/snapshot").json()
-    srv.kill()  # SIGKILL: the changes are in the -wal, the state is marked running
+    # killed (SIGKILL) on the way out: the changes are in the -wal, the state is marked running
     kept = files(tmp_path, srv.state)
     assert "state.db-wal" in kept and meta(srv.state, "server") == "running"
     backup = serve_once(tmp_path, srv.state, "--backup", str(tmp_path / "copy.db"))
@@ -139,27 +147,26 @@ def test_a_symlinked_state_restarts_after_every_kind_of_stop(tmp_path: Path) -> 
     link.symlink_to(tmp_path / "data" / "state.db")
     ids: set[str] = set()
     for n, end in enumerate(("stop", "kill", "stop")):
-        srv = Server(tmp_path, seed=SEED if n == 0 else None, state=link, options=QUIET).start()
-        with srv.client() as c:
-            assert c.post("/v1/vms", json={"id": f"v{n}", **SMALL}).status_code == 201
-            ids |= {f"v{n}"}
-            assert ids <= {v["id"] for v in c.get("/v1/snapshot").json()["vms"]}
-        srv.stop() if end == "stop" else srv.kill()
+        with running(Server(tmp_path, seed=SEED if n == 0 else None, state=link, options=QUIET)) as srv:
+            with srv.client() as c:
+                assert c.post("/v1/vms", json={"id": f"v{n}", **SMALL}).status_code == 201
+                ids |= {f"v{n}"}
+                assert ids <= {v["id"] for v in c.get("/v1/snapshot").json()["vms"]}
+            if end == "stop":
+                srv.stop()
         assert not (tmp_path / "state-link.db-wal").exists()  # the log is beside the target only
     with Server(tmp_path, state=link, options=QUIET) as srv, srv.client() as c:
         assert ids <= {v["id"] for v in c.get("/v1/snapshot").json()["vms"]}
 
 
 def test_a_state_deleted_under_its_server_is_saved_and_the_server_stops(tmp_path: Path) -> None:
-    srv = Server(tmp_path, seed=SEED, options=QUIET).start()
-    with srv.client() as c:
+    with running(Server(tmp_path, seed=SEED, options=QUIET)) as srv, srv.client() as c:
         assert c.post("/v1/vms", json={"id": "held", **SMALL}).status_code == 201
         held = c.get("/v1/snapshot").json()
         for path in tmp_path.glob("state.db*"):
             path.unlink()
         assert srv.proc is not None
         assert srv.proc.wait(30) == 1  # it noticed, saved what it held, and stopped
-    srv.log.close()
     saved = sorted(tmp_path.glob("state.db.saved-*"))
     assert len(saved) == 1 and "was deleted while the server ran" in srv.read_log()
     with Server(tmp_path, state=saved[0], options=QUIET) as again, again.client() as c:
@@ -167,12 +174,11 @@ def test_a_state_deleted_under_its_server_is_saved_and_the_server_stops(tmp_path
 
 
 def test_a_plain_copy_is_refused_but_the_state_whose_log_was_folded_is_not(tmp_path: Path) -> None:
-    srv = Server(tmp_path, seed=SEED, options=QUIET).start()
-    with srv.client() as c:
+    with running(Server(tmp_path, seed=SEED, options=QUIET)) as srv, srv.client() as c:
         assert c.post("/v1/vms", json={"id": "one", **SMALL}).status_code == 201
         shutil.copy(srv.state, tmp_path / "copy.db")  # the main file only
         before = c.get("/v1/snapshot").json()
-    srv.kill()
+    # killed on the way out
     # Another program opens the crashed state and, as the last connection, folds its log in.
     with contextlib.closing(sqlite3.connect(srv.state)) as db:
         db.execute("SELECT count(*) FROM vms").fetchone()
@@ -188,10 +194,9 @@ def test_a_plain_copy_is_refused_but_the_state_whose_log_was_folded_is_not(tmp_p
 
 
 def test_a_hard_link_of_a_crashed_state_names_the_one_whose_log_holds_the_changes(tmp_path: Path) -> None:
-    srv = Server(tmp_path, seed=SEED, options=QUIET).start()
-    with srv.client() as c:
+    with running(Server(tmp_path, seed=SEED, options=QUIET)) as srv, srv.client() as c:
         assert c.post("/v1/vms", json={"id": "in-log", **SMALL}).status_code == 201
-    srv.kill()
+    # killed on the way out: a crash
     (tmp_path / "other").mkdir()
     os.link(srv.state, tmp_path / "other" / "state.db")
     line = one_error(serve_once(tmp_path, tmp_path / "other" / "state.db"))
