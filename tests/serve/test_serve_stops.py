@@ -7,9 +7,11 @@ through links too; a state deleted under its server; a plain copy told from the 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
+import socket
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -19,7 +21,7 @@ import pytest
 
 from tests.serve.test_serve_faults import QUIET, SEED, SMALL, one_error, serve_once
 from tests.serve.test_serve_plans import FAST
-from tests.serve_helpers import Server, valid
+from tests.serve_helpers import TOKEN, Server, valid
 
 
 def meta(state: Path, key: str) -> str | None:
@@ -96,6 +98,29 @@ def test_a_stop_by_signal_is_clean_and_then_backup_and_restart_work(tmp_path: Pa
             assert c.get("/v1/snapshot").json()["vms"] == before["vms"]
 
 
+def test_a_request_under_way_when_the_stop_comes_is_answered_and_kept(tmp_path: Path) -> None:
+    body = json.dumps({"id": "in-flight", **SMALL}).encode()
+    head = (
+        f"POST /v1/vms HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    with running(Server(tmp_path, seed=SEED, options=QUIET)) as srv:
+        assert srv.proc is not None
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=30) as sock:
+            sock.sendall(head + body[:10])  # the request is under way ...
+            time.sleep(0.5)
+            srv.proc.send_signal(signal.SIGTERM)  # ... when the stop comes
+            time.sleep(0.5)
+            sock.sendall(body[10:])
+            answer = b""
+            while chunk := sock.recv(65536):  # answered, then the connection is closed
+                answer += chunk
+        assert answer.startswith(b"HTTP/1.1 201"), answer
+        assert srv.proc.wait(60) == 0
+    with Server(tmp_path, options=QUIET) as again, again.client() as c:
+        assert c.get("/v1/vms/in-flight").json()["status"] == "running"
+
+
 def test_a_backup_after_a_crash_leaves_the_log_and_the_restart_has_every_change(tmp_path: Path) -> None:
     with running(Server(tmp_path, seed=SEED, options=QUIET)) as srv, srv.client() as c:
         for n in range(3):
@@ -117,6 +142,7 @@ def test_a_backup_while_the_server_runs_changes_nothing_it_holds(tmp_path: Path)
     with Server(tmp_path, seed=SEED, options=QUIET) as srv, srv.client() as c:
         assert c.post("/v1/vms", json={"id": "during", **SMALL}).status_code == 201
         assert serve_once(tmp_path, srv.state, "--backup", str(tmp_path / "copy.db")).returncode == 0
+        assert serve_once(tmp_path, srv.state, "--print-k8s-config").returncode == 0
         assert c.post("/v1/vms", json={"id": "after", **SMALL}).status_code == 201
         now = c.get("/v1/snapshot").json()
     with Server(tmp_path, options=QUIET) as again, again.client() as c:
