@@ -32,7 +32,6 @@ import os
 import platform
 import resource
 import socket
-import ssl
 import statistics
 import subprocess
 import sys
@@ -50,7 +49,7 @@ from benchmarks import ROOT
 from benchmarks.product.serve_load import peak_rss_mb
 from benchmarks.publish import write_json
 from origamig.cli.terminal import operator_console
-from tests.serve_helpers import EXAMPLES, Server
+from tests.serve_helpers import EXAMPLES, Server, peer_closed, tls_server_files
 
 RESULTS = ROOT / "benchmarks" / "results" / "serve_faults.json"
 SEED = EXAMPLES / "fragmented-a100.json"
@@ -71,30 +70,6 @@ def _rss_mb(pid: int) -> float:
     return 0.0
 
 
-def _closed(sock: socket.socket) -> bool:
-    try:
-        while sock.recv(1 << 16):
-            pass
-    except BlockingIOError:
-        return False
-    except OSError:
-        return True
-    return True
-
-
-def _tls_files(folder: Path) -> tuple[list[str], ssl.SSLContext]:
-    import trustme
-
-    ca = trustme.CA()
-    issued = ca.issue_cert("127.0.0.1")
-    cert, key = folder / "server.pem", folder / "server.key"
-    issued.cert_chain_pems[0].write_to_path(str(cert))
-    issued.private_key_pem.write_to_path(str(key))
-    trust = ssl.create_default_context()
-    ca.configure_trust(trust)
-    return ["--tls-cert", str(cert), "--tls-key", str(key)], trust
-
-
 def attack(name: str, code: Path) -> dict[str, Any]:
     sockets, files, tls = ATTACKS[name]
 
@@ -103,7 +78,7 @@ def attack(name: str, code: Path) -> dict[str, Any]:
             resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
 
     with tempfile.TemporaryDirectory() as tmp:
-        extra, trust = _tls_files(Path(tmp)) if tls else ([], True)
+        extra, trust = tls_server_files(Path(tmp)) if tls else ([], True)
         srv = Server(
             Path(tmp),
             seed=SEED,
@@ -153,7 +128,7 @@ def attack(name: str, code: Path) -> dict[str, Any]:
             sent_s = time.monotonic() - started
             left = list(crowd)
             while left and time.monotonic() - started < sent_s + LIMIT_S:
-                left = [s for s in left if not _closed(s)]
+                left = [s for s in left if not peer_closed(s)]
                 time.sleep(0.2)
             cut_s = None if left else time.monotonic() - started - sent_s
             done.set()

@@ -9,14 +9,12 @@ import asyncio
 import contextlib
 import json
 import socket
-import ssl
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import trustme
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from uvicorn.config import Config
@@ -26,7 +24,7 @@ from origamig.serve.conn_table import ConnectionTable, Standing
 from origamig.serve.connections import MAX_PIPELINED, MAX_UNREAD, BoundedProtocol, bounded_protocol
 from tests.profiles import examples
 from tests.serve.test_serve_faults import QUIET, SEED, lowered_open_files
-from tests.serve_helpers import Server
+from tests.serve_helpers import Server, peer_closed, tls_server_files
 
 GET = b"GET /%d HTTP/1.1\r\nHost: x\r\n\r\n"
 
@@ -235,24 +233,11 @@ def test_the_table_keeps_its_caps_and_spares_busy_members_of_poorer_addresses(
 
 
 # --- a real server under attack ---------------------------------------------------------------------
-def closed(sock: socket.socket) -> bool:
-    """The server has ended the connection (what it sent before is read and dropped)."""
-    sock.setblocking(False)
-    try:
-        while sock.recv(1 << 16):
-            pass
-    except BlockingIOError:
-        return False
-    except OSError:
-        return True
-    return True
-
-
 def wait_all_closed(socks: list[socket.socket], limit_s: float = 90.0) -> bool:
     deadline = time.monotonic() + limit_s
     left = list(socks)
     while left and time.monotonic() < deadline:
-        left = [s for s in left if not closed(s)]
+        left = [s for s in left if not peer_closed(s)]
         time.sleep(0.2)
     return not left
 
@@ -284,14 +269,8 @@ def test_a_pipelined_flood_that_never_reads_cannot_pin_connections(tmp_path: Pat
 
 @pytest.mark.slow
 def test_stalled_tls_handshakes_are_counted_and_cut(tmp_path: Path) -> None:
-    ca = trustme.CA()
-    issued = ca.issue_cert("127.0.0.1")
-    cert, key = tmp_path / "server.pem", tmp_path / "server.key"
-    issued.cert_chain_pems[0].write_to_path(str(cert))
-    issued.private_key_pem.write_to_path(str(key))
-    trust = ssl.create_default_context()
-    ca.configure_trust(trust)
-    extra = ["--tls-cert", str(cert), "--tls-key", str(key), "--request-timeout", "2"]
+    tls, trust = tls_server_files(tmp_path)
+    extra = [*tls, "--request-timeout", "2"]
     with Server(
         tmp_path, seed=SEED, options=QUIET, extra=extra, verify=trust, preexec=lowered_open_files(256)
     ) as srv:
