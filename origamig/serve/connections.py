@@ -122,7 +122,7 @@ class BoundedProtocol(ClientCertProtocol):
             self.flow.pause_reading()
 
     def _unread(self) -> int:
-        return len(self.conn.trailing_data[0])
+        return self.conn.unread() if isinstance(self.conn, StrictConnection) else 0
 
     def send_400_response(self, msg: str) -> None:
         """A request h11 cannot read (or `framing.py` refuses): `400` in JSON, then closed."""

@@ -36,6 +36,12 @@ class StrictConnection(h11.Connection):
                 raise h11.RemoteProtocolError(BOTH_LENGTHS, 400)
         return event
 
+    def unread(self) -> int:
+        """Bytes received and not read yet (h11's buffer: its public `trailing_data` copies them,
+        which is too dear for a look taken at every answer)."""
+        buffer = getattr(self, "_receive_buffer", None)
+        return len(buffer) if buffer is not None else len(self.trailing_data[0])
+
 
 def refusal_bytes(conn: h11.Connection, problem: str) -> bytes:
     """The `400` answer to a request `conn` could not read, in the service's JSON, closing the
