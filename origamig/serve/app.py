@@ -180,7 +180,7 @@ class Routes:
 
     async def status(self, request: Request) -> Response:
         live = self.live
-        counts = await run_in_threadpool(lambda: with_retired(live, live.counts()))
+        counts = await run_in_threadpool(lambda: with_retired(live.store, live.counts()))
         return JSONResponse({**counts, "now": live.now(), "optimizer": self.optimizer_view()})
 
     # --- the cluster and its VMs ---------------------------------------------------------------

@@ -504,7 +504,7 @@ class Live:
             self.dc.reorder_as_applied(moving, starting)
         if work is not None:
             self.runtime.end_call(work, self.now(), apply=False, applied=work.applied and applied)
-        retire_ended_plans(self)  # the newest ended plans are kept (serve/plan_retention.py)
+        retire_ended_plans(self.plans, self.store)  # the newest ended plans are kept (plan_retention.py)
 
     # --- reading ---------------------------------------------------------------------------------
     def vm_status(self, vm_id: str) -> dict[str, Any] | None:

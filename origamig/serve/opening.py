@@ -66,7 +66,7 @@ def open_state(
         try:
             read_only = _mark_running(store, holder)
             live = Live(store, policy, step_timeout_s)
-            retire_ended_plans(live)  # a state of an earlier version may hold more
+            retire_ended_plans(live.plans, store)  # a state of an earlier version may hold more
         except BaseException:
             store.close()
             raise

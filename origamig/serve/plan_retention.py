@@ -8,35 +8,32 @@ continue from it, so an id is never given twice). `GET /v1/plans/{id}` of a drop
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from collections.abc import MutableMapping
+from typing import Any
 
-from origamig.serve.plans import PlanStatus, end_counts
-from origamig.serve.store import StoreWriteError
-
-if TYPE_CHECKING:
-    from origamig.serve.live import Live
+from origamig.serve.plans import LivePlan, PlanStatus, end_counts
+from origamig.serve.store import Store, StoreWriteError
 
 KEEP_ENDED_PLANS = 1000
 RETIRED = "retired_plans"  # meta: the counts of the plans dropped, by state and by abort cause
 
 
-def retire_ended_plans(live: Live, keep: int | None = None) -> int:
-    """Drop the ended plans beyond the newest `keep` (`KEEP_ENDED_PLANS`) from `live` and its state;
-    how many were dropped (none when the state cannot take the change: they are dropped at a later
-    end). Call with `live`'s lock held (or before it serves)."""
+def retire_ended_plans(plans: MutableMapping[int, LivePlan], store: Store, keep: int | None = None) -> int:
+    """Drop the ended plans beyond the newest `keep` (`KEEP_ENDED_PLANS`) from `plans` (the live
+    state's, by id) and from `store`; how many were dropped (none when the state cannot take the
+    change: they are dropped at a later end). Call with the live state's lock held (or before it
+    serves)."""
     keep = KEEP_ENDED_PLANS if keep is None else keep
-    plans = live.plans
     ended = sorted(i for i, p in plans.items() if p.status != PlanStatus.RUNNING)
     newest = max(plans, default=None)
     drop = [i for i in ended[: max(0, len(ended) - keep)] if i != newest]
     if not drop:
         return 0
     states, causes = end_counts(plans[i] for i in drop)
-    total = retired_counts(live)
+    total = retired_counts(store)
     for group, counts in (("plans", {str(k): n for k, n in states.items()}), ("aborted_causes", causes)):
         for key, n in counts.items():
             total[group][key] = total[group].get(key, 0) + n
-    store = live.store
     try:
         with store.transaction() as db:
             db.executemany("DELETE FROM plans WHERE id = ?", [(i,) for i in drop])
@@ -48,16 +45,16 @@ def retire_ended_plans(live: Live, keep: int | None = None) -> int:
     return len(drop)
 
 
-def retired_counts(live: Live) -> dict[str, dict[str, int]]:
+def retired_counts(store: Store) -> dict[str, dict[str, int]]:
     """The counts of the plans dropped so far: `{"plans": {state: n}, "aborted_causes": {cause: n}}`."""
-    raw = live.store.meta(RETIRED)
+    raw = store.meta(RETIRED)
     found: Any = json.loads(raw) if raw else {}
     return {"plans": dict(found.get("plans", {})), "aborted_causes": dict(found.get("aborted_causes", {}))}
 
 
-def with_retired(live: Live, counts: dict[str, Any]) -> dict[str, Any]:
-    """`Live.counts()` with the dropped plans counted in."""
-    retired = retired_counts(live)
+def with_retired(store: Store, counts: dict[str, Any]) -> dict[str, Any]:
+    """`Live.counts()` with the plans dropped from `store` counted in."""
+    retired = retired_counts(store)
     out = dict(counts)
     for key in ("plans", "aborted_causes"):
         out[key] = {k: n + retired[key].get(str(k), 0) for k, n in counts[key].items()}

@@ -50,7 +50,7 @@ def test_the_newest_ended_plans_are_kept_and_the_counts_stay(
     store = state_with_plans(tmp_path_factory.mktemp("plans") / "state.db", ends)
     live = Live(store, make_policy("origamig", check_interval_s=1e9))
     before = live.counts()
-    retire_ended_plans(live, keep)
+    retire_ended_plans(live.plans, store, keep)
     kept = set(live.plans)
     ended = [n for n, (status, _) in enumerate(ends, start=1) if status != PlanStatus.RUNNING]
     running = {n for n, (status, _) in enumerate(ends, start=1) if status == PlanStatus.RUNNING}
@@ -58,9 +58,9 @@ def test_the_newest_ended_plans_are_kept_and_the_counts_stay(
     assert set(ended[len(ended) - keep :] if keep else []) <= kept  # the newest `keep` ended ones
     assert len(kept - running) <= max(keep, 1)
     assert {p["id"] for p in store.plans()} == kept  # the state as memory
-    assert with_retired(live, live.counts()) == before  # the status counts every plan still
+    assert with_retired(store, live.counts()) == before  # the status counts every plan still
     again = Live(store, make_policy("origamig", check_interval_s=1e9))  # and after a restart
-    assert set(again.plans) == kept and with_retired(again, again.counts()) == before
+    assert set(again.plans) == kept and with_retired(store, again.counts()) == before
     store.close()
 
 
@@ -73,5 +73,5 @@ def test_a_plan_that_ends_drops_the_oldest_ended_one(tmp_path: Path, monkeypatch
     assert set(live.plans) == {1, 2, 3}
     live.cancel(3)  # the running plan ends: three ended, two kept
     assert set(live.plans) == {2, 3} and {p["id"] for p in store.plans()} == {2, 3}
-    assert with_retired(live, live.counts())["plans"]["done"] == 1
+    assert with_retired(store, live.counts())["plans"]["done"] == 1
     store.close()
