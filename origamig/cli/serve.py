@@ -75,14 +75,16 @@ def serve_command(
             "--request-timeout",
             min=0.1,
             help="Seconds a connection has to deliver a whole request (from connecting or from its last "
-            "answer); an idle or slow one is closed then.",
+            "answer), and to take each answer; an idle or slow one, or one that does not read, is closed "
+            "then.",
         ),
     ] = REQUEST_TIMEOUT_S,
     backup: Annotated[
         Path | None,
         typer.Option(
             "--backup",
-            help="Copy --state consistently to this new file (safe while a server runs) and exit.",
+            help="Copy --state consistently to this new file and exit; the state and its -wal are not "
+            "changed, whether a server runs on it, stopped or crashed.",
         ),
     ] = None,
     tls_cert: Annotated[
