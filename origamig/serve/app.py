@@ -128,20 +128,21 @@ def refusal(exc: Exception) -> Response | None:
     return None
 
 
-def step_number(request: Request) -> int:
-    raw = request.path_params["n"]
-    step = plain_int(raw)
-    if step is None:
-        raise HttpError(404, f"step: {raw[:40]!r} is not a step number")
-    return step
+def path_number(request: Request, param: str, what: str) -> int:
+    """Path parameter `param`, a plain number (404 naming `what` otherwise)."""
+    raw = request.path_params[param]
+    number = plain_int(raw)
+    if number is None:
+        raise HttpError(404, f"{what.split()[0]}: {raw[:40]!r} is not a {what}")
+    return number
 
 
 def plan_id(request: Request) -> int:
-    raw = request.path_params["plan_id"]
-    number = plain_int(raw)
-    if number is None:
-        raise HttpError(404, f"plan: {raw[:40]!r} is not a plan id")
-    return number
+    return path_number(request, "plan_id", "plan id")
+
+
+def step_number(request: Request) -> int:
+    return path_number(request, "n", "step number")
 
 
 class Routes:
