@@ -58,6 +58,25 @@ def parser(
     return p
 
 
+def add_warmup(p: argparse.ArgumentParser, name: str, quick: Scale, full: Scale) -> None:
+    """`--warmup H`: another warm-up than the scale's, into a results file of its own."""
+    p.add_argument(
+        "--warmup",
+        type=float,
+        default=None,
+        help=f"warm-up hours (default {full.warmup_h:g} full, {quick.warmup_h:g} quick); another value "
+        f"writes its own results file, {name}-<scale>-warmup<H>h.json",
+    )
+
+
+def with_warmup(scale: Scale, hours: float | None) -> Scale:
+    """`scale` with `hours` of warm-up, named for them (a results file of its own); unchanged for None
+    or the scale's own warm-up."""
+    if hours is None or hours == scale.warmup_h:
+        return scale
+    return replace(scale, name=f"{scale.name}-warmup{hours:g}h", warmup_h=hours)
+
+
 def scale_from(args: argparse.Namespace, quick: Scale, full: Scale) -> Scale:
     chosen = full if args.full else quick
     if args.seeds is not None:

@@ -420,9 +420,7 @@ def gathered(scale: Scale, folders: Sequence[Path]) -> Sweep:
 
 
 def main(args: argparse.Namespace) -> None:
-    scale = sweep_cli.scale_from(args, QUICK, FULL)
-    if args.warmup is not None and args.warmup != scale.warmup_h:  # another reading of "one day"
-        scale = dataclasses.replace(scale, name=f"{scale.name}-warmup{args.warmup:g}h", warmup_h=args.warmup)
+    scale = sweep_cli.with_warmup(sweep_cli.scale_from(args, QUICK, FULL), args.warmup)  # another "one day"
     sizes = parse_sizes(args.sizes, SIZES if args.full else QUICK_SIZES)
     names = tuple(args.policies.split(",")) if args.policies else NAMES
     for name in names:
@@ -458,13 +456,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="comma-separated PM counts (default 128,...,4096 full; 128,256 quick)",
     )
-    p.add_argument(
-        "--warmup",
-        type=float,
-        default=None,
-        help=f"warm-up hours (default {FULL.warmup_h:g} full, {QUICK.warmup_h:g} quick); another value "
-        "writes its own results file, growth-<scale>-warmup<H>h.json",
-    )
+    sweep_cli.add_warmup(p, NAME, QUICK, FULL)
     p.add_argument(
         "--policies",
         default=None,

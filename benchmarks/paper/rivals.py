@@ -29,31 +29,34 @@ from origamig.study.sweep.grid import policy_load_cells
 from origamig.study.sweep.store import stored_runs
 
 # Rows: registry policy and its options. FGD also runs without its descheduler, to tell what its
-# placement does from what its moves do.
+# placement does from what its moves do. GRMU's headline row is with its consolidation (its default),
+# `grmu-consolidate`, which names the option as the stored row of that name does (made when the
+# default was off); `grmu-arrival` is GRMU without it. The stored row `grmu` (no consolidation, by
+# the old default) is no longer shown.
 ROWS: dict[str, tuple[str, tuple[tuple[str, Any], ...]]] = {
     "dra": ("dra", ()),
     "fgd": ("fgd", ()),
     "fgd-place": ("fgd", (("deschedule", False),)),
-    "grmu": ("grmu", ()),
     "grmu-consolidate": ("grmu", (("consolidate", True),)),
+    "grmu-arrival": ("grmu", (("consolidate", False),)),
 }
 RIVALS = tuple(ROWS)
 CONTROL = "ff"  # run here and compared with the stored loads sweep: the pairing check
 LABELS = {
     **sweep.POLICY_LABELS,
-    "dra": "DRA",
+    "dra": "DRA (what pods get)",
     "fgd": "FGD",
     "fgd-place": "FGD, no moves",
-    "grmu": "GRMU",
-    "grmu-consolidate": "GRMU + consolidation",
+    "grmu-consolidate": "GRMU",
+    "grmu-arrival": "GRMU, no consolidation",
 }
 COLORS = {
     **sweep.POLICY_COLORS,
     "dra": "tab:purple",
     "fgd": "tab:brown",
     "fgd-place": "tan",
-    "grmu": "tab:red",
-    "grmu-consolidate": "salmon",
+    "grmu-consolidate": "tab:red",
+    "grmu-arrival": "salmon",
 }
 QUICK = dataclasses.replace(sweep.QUICK, seeds=(1, 2, 3, 4, 5))
 FULL = dataclasses.replace(sweep.FULL, seeds=(1, 2, 3))

@@ -147,7 +147,9 @@ class _Builder:
 def select_admission(
     dc: DataCenter, queue: Sequence[str], bounds: Bounds, locked: frozenset[int] = frozenset()
 ) -> Neighborhood:
-    """Algorithm 1, AdmissionCall(Q): the neighborhood for the pending VMs `queue` (oldest first)."""
+    """Algorithm 1, AdmissionCall(Q): the neighborhood for the pending VMs `queue` (oldest first), off
+    the `locked` PMs (a VM that only a locked PM could take, even empty, is neither in it nor rejected:
+    it waits)."""
     b = _Builder(dc, bounds)
     pending: list[str] = []
     rejected: list[str] = []
@@ -166,7 +168,8 @@ def select_admission(
         vm = dc.pending[vm_id]
         first, fit, by_load = _fitting(dc, vm, active, class_sets, candidates_by_class, all_pms)
         if first is None:
-            rejected.append(vm_id)
+            if not any(fits_counts(dc, vm, j, empty=True) for j in locked):
+                rejected.append(vm_id)  # it fits no PM, even empty; else it waits for the locked PMs
             continue
         # The first PM of the oldest pending VM is always taken, whatever N_max says.
         force = not pending and n == len(rejected)

@@ -22,7 +22,7 @@ from origamig.bilp.backends.base import GAP_LIMIT, GUARD_KILLED, INTERRUPTED, TI
 from origamig.call.decision import Decision, Status
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import PmSpec, VmSpec, Weights
-from origamig.judge.fit import fits_beside, no_fit_reason
+from origamig.judge.fit import fits_beside, fits_empty, no_fit_reason
 
 FITS_NO_PM = "fits no PM even when empty"
 OUTRIGHT = "left out by Algorithm 1 (its count test found no PM for it); try --neighborhood all"
@@ -87,6 +87,15 @@ def not_admitted(dc: DataCenter, vm: VmSpec, weights: Weights, call_servers: int
     proof says that no rearrangement of the call's servers makes room; under one that trades
     admission against cost, that making room (or switching on what it needs) costs more than
     admitting it is worth."""
+    pinned = pinned_blockers(dc, vm)
+    if pinned:
+        shown = ", ".join(pinned[:PINNED_SHOWN]) + (
+            f" and {len(pinned) - PINNED_SHOWN} more" if len(pinned) > PINNED_SHOWN else ""
+        )
+        return (
+            f"VMs that may not move (migratable false) hold what it needs on every server that could "
+            f"host it: {shown}; no rearrangement of the others makes room"
+        )
     if admits_first:
         tail = f", even after repacking the {call_servers} servers of its call"
         if call_servers < len(dc.pms):
@@ -128,6 +137,37 @@ def not_admitted(dc: DataCenter, vm: VmSpec, weights: Weights, call_servers: int
         f"fits best ({where}) switching on what it needs costs about {cost:g}; the default goal "
         "(balanced) admits whatever fits"
     )
+
+
+PINNED_SHOWN = 5  # pinned VMs named in a reason, at most
+
+
+def pinned_blockers(dc: DataCenter, vm: VmSpec) -> list[str]:
+    """The pinned VMs (`migratable` false) that keep `vm` off every server it fits when empty — no
+    server has room for it beside its pinned VMs alone — or [] when moving the others could make
+    room somewhere (or nothing is pinned)."""
+    pinned = [v for v, spec in dc.vms.items() if not spec.migratable and v in dc.placement]
+    if not pinned:
+        return []
+    by_pm: dict[int, list[str]] = {}
+    for v in pinned:
+        by_pm.setdefault(dc.placement[v].pm, []).append(v)
+    blockers: list[str] = []
+    for j, pm in enumerate(dc.pms):
+        if not fits_empty(pm, vm):
+            continue
+        held = by_pm.get(j, [])
+        used = [0] * len(pm.gpus)
+        cpu = ram = 0
+        for v in held:
+            spec, pl = dc.vms[v], dc.placement[v]
+            cpu, ram = cpu + spec.cpu_m, ram + spec.ram_mb
+            for prof, slot in zip(spec.gis, pl.gis, strict=True):
+                used[slot.gpu] |= prof.mask(slot.start)
+        if cpu + vm.cpu_m <= pm.cpu_m and ram + vm.ram_mb <= pm.ram_mb and fits_beside(pm, vm, used):
+            return []  # the movable VMs are what is in the way here: a rearrangement may help
+        blockers += held
+    return sorted(blockers)
 
 
 def switch_on_cost(dc: DataCenter, j: int, vm: VmSpec, weights: Weights) -> float:

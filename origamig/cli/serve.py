@@ -12,6 +12,7 @@ from origamig.cli.arguments import parse_options
 from origamig.cli.switches import INTRA_PM_HELP, Switch
 from origamig.errors import UserError, require_extra
 from origamig.serve.opening import DEFAULT_STEP_TIMEOUT_S, POLICY
+from origamig.serve.platform import Platform
 from origamig.serve.run import (
     DEFAULT_LISTEN,
     REQUEST_TIMEOUT_S,
@@ -20,6 +21,7 @@ from origamig.serve.run import (
     read_token,
     serve,
 )
+from origamig.serve.scheduler_config import DEFAULT_CA_FILE, DEFAULT_CERT_FILE, DEFAULT_KEY_FILE, SchedulerTls
 
 
 class OnOff(StrEnum):
@@ -69,6 +71,15 @@ def serve_command(
         ),
     ] = DEFAULT_STEP_TIMEOUT_S,
     intra_pm_moves: Annotated[Switch | None, typer.Option("--intra-pm-moves", help=INTRA_PM_HELP)] = None,
+    controller: Annotated[
+        str,
+        typer.Option(
+            "--controller",
+            help="Who carries out the plans' steps: 'platform' (your controller reads ready steps and "
+            "acknowledges each) or 'simulated' (the service itself, each move at its modeled end: a "
+            "dry run, and what a replay compares with the simulator).",
+        ),
+    ] = "platform",
     request_timeout: Annotated[
         float,
         typer.Option(
@@ -108,18 +119,64 @@ def serve_command(
             help="Print the KubeSchedulerConfiguration stanza for the state's (or --from's) GPUs and exit.",
         ),
     ] = False,
+    advertise_url: Annotated[
+        str | None,
+        typer.Option(
+            "--advertise-url",
+            help="The URL kube-scheduler dials (e.g. https://origamig.kube-system.svc:8787), for "
+            "--print-k8s-config; default: the --listen address (a wildcard one is warned about).",
+        ),
+    ] = None,
+    scheduler_ca: Annotated[
+        str,
+        typer.Option("--scheduler-ca", help="For --print-k8s-config: tlsConfig.caFile (a path on its host)."),
+    ] = DEFAULT_CA_FILE,
+    scheduler_cert: Annotated[
+        str,
+        typer.Option(
+            "--scheduler-cert", help="For --print-k8s-config: tlsConfig.certFile (kube-scheduler's cert)."
+        ),
+    ] = DEFAULT_CERT_FILE,
+    scheduler_key: Annotated[
+        str,
+        typer.Option("--scheduler-key", help="For --print-k8s-config: tlsConfig.keyFile."),
+    ] = DEFAULT_KEY_FILE,
+    kubeconfig: Annotated[
+        Path | None,
+        typer.Option(
+            "--kubeconfig",
+            help="Kubeconfig for the Kubernetes API that POST /k8s/bind creates Bindings through; default: "
+            "the in-cluster service account when the service runs in a pod.",
+        ),
+    ] = None,
+    platform: Annotated[
+        Platform | None,
+        typer.Option(
+            "--platform",
+            help="kubevirt: VMs KubeVirt cannot live-migrate (several GIs; H100/H200 SR-IOV vGPUs) are never "
+            'moved or parked; generic: every VM may move unless marked "migratable": false. Default: the '
+            "seed's platform field, else generic.",
+        ),
+    ] = None,
+    access_log: Annotated[
+        bool,
+        typer.Option("--access-log", help="Log one JSON line per request (method, path, status, seconds)."),
+    ] = False,
 ) -> None:
     """Serve OrigaMIG online: VM requests, the live snapshot, and a Kubernetes scheduler extender."""
     if clock not in ("wall", "replay"):
         raise UserError(f"--clock: {clock!r} is not 'wall' or 'replay'")
+    if controller not in ("platform", "simulated"):
+        raise UserError(f"--controller: {controller!r} is not 'platform' or 'simulated'")
     host, port = parse_listen(listen)
     if backup is not None:
         _backup(state, backup)
         return
     if print_k8s_config:
-        _print_k8s_config(state, seed, host, port, tls_cert is not None, client_ca is not None)
+        tls_files = SchedulerTls(scheduler_ca, scheduler_cert, scheduler_key, client_ca is not None)
+        _print_k8s_config(state, seed, host, port, tls_files if tls_cert is not None else None, advertise_url)
         return
-    for module in ("starlette", "uvicorn"):
+    for module in ("starlette", "uvicorn", "prometheus_client"):
         require_extra(module, "serve", "origamig serve")
     from origamig.serve.tls import tls_options
 
@@ -142,6 +199,10 @@ def serve_command(
         intra,
         tls,
         request_timeout,
+        controller,
+        platform=platform,
+        kubeconfig=kubeconfig,
+        access_log=access_log,
     )
     serve(config)
 
@@ -161,9 +222,9 @@ def _backup(state: Path, target: Path) -> None:
 
 
 def _print_k8s_config(
-    state: Path, seed: Path | None, host: str, port: int, tls: bool, client_ca: bool
+    state: Path, seed: Path | None, host: str, port: int, tls: SchedulerTls | None, advertise: str | None
 ) -> None:
-    from origamig.serve.scheduler_config import scheduler_stanza
+    from origamig.serve.scheduler_config import advertised_url, scheduler_stanza
     from origamig.serve.store import Store
     from origamig.snapshot.document import load_snapshot, parse_snapshot
 
@@ -174,8 +235,10 @@ def _print_k8s_config(
         pms = load_snapshot(seed).pms
     else:
         raise UserError(f"--print-k8s-config: {state} holds no state yet: give --from SNAPSHOT.json")
-    url = f"{'https' if tls else 'http'}://{host}:{port}"
-    typer.echo(scheduler_stanza(pms, url, tls, client_ca), nl=False)
+    url, warning = advertised_url(host, port, tls is not None, advertise)
+    if warning is not None:
+        typer.echo(warning, err=True)
+    typer.echo(scheduler_stanza(pms, url, tls), nl=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -18,6 +18,7 @@ from origamig.cli.arguments import (
     parse_duration,
     parse_loads,
     parse_options,
+    parse_settings,
     split_list,
 )
 from origamig.cli.results_view import summary_table
@@ -83,6 +84,15 @@ def simulate(
         typer.Option("--trace-dir", help="Folder of the Alibaba 2023 GPU trace (variant alibaba)."),
     ] = None,
     option: Annotated[list[str] | None, OPTIONS] = None,
+    migration: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--migration",
+            help="Migration model setting KEY=VALUE (repeatable; docs/plans.md#in-time): "
+            "bandwidth_gbit_s (each PM's link, 12.5), local_gbit_s (copies inside a PM), "
+            "gi_operation_s (each GI created or destroyed; default: the GPU model's).",
+        ),
+    ] = None,
     bound: Annotated[
         str | None,
         typer.Option("--bound", help="OrigaMIG neighborhoods bounded by 'pms' (default) or 'vms'."),
@@ -128,6 +138,7 @@ def simulate(
         trace_dir,
         debug_check,
         options,
+        parse_settings(migration or [], "--migration"),
     )
     specs = plan_runs(setting, policies, parse_loads(load or ["0.85"]), parse_seeds(seeds))
     if checkpoint_dir is not None and not as_json:

@@ -7,82 +7,32 @@ Counters kept up to date by every mutation, in O(1) per GI:
 free CPU/RAM per PM, occupancy and used compute slices per GPU, active PMs, and per compatibility
 class h the active GPUs and placed memory slices, from which Γ_h (Eq. 17) follows; for the PMs
 without GPUs (class `NO_GPU_CLASS`) the active PMs and the CPU/RAM of their VMs (Eq. 18).
+
+A move under way holds what it needs at its destination while its VM still runs at the source
+(`hold`/`unhold`): held CPU, RAM and slices count as used in every counter above, and a PM with a
+hold is on, but no VM runs there (`vms`, `placement`, `gis_on` and `vms_on` show VMs only).
 """
 
 from __future__ import annotations
 
-import io
 import math
-import pickle
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from dataclasses import replace
+from typing import TypeVar
 
+from origamig.cluster import state_transfer
 from origamig.cluster.catalog import GpuModel
 from origamig.cluster.mig import Geometry, geometry
+from origamig.cluster.pm_record import GpuRecord, PmRecord
 from origamig.cluster.records import NO_GPU_CLASS, Placement, PmSpec, VmSpec
+from origamig.cluster.state_transfer import StateChanges
 from origamig.errors import PlacementError
 
 _T = TypeVar("_T")
 
 
-@dataclass
-class _Gpu:
-    model: GpuModel
-    geo: Geometry
-    occ: int = 0
-    compute: int = 0
-    owners: dict[int, tuple[str, int]] = field(default_factory=dict)  # start -> (vm id, gi index)
-
-
-@dataclass
-class _Pm:
-    spec: PmSpec
-    gpus: list[_Gpu]
-    free_cpu_m: int
-    free_ram_mb: int
-    vms: dict[str, None] = field(default_factory=dict)  # insertion-ordered set of VM ids
-    free_mem: int = 0  # free memory slices over all GPUs
-    memo: dict[Hashable, Any] = field(default_factory=dict)  # answers about this record's state
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "memo": {}}  # answers are remade where the state goes
-
-    def clone(self) -> _Pm:
-        """A record of the same state that shares nothing mutable with this one (and no answers)."""
-        return _Pm(
-            spec=self.spec,
-            gpus=[_Gpu(g.model, g.geo, g.occ, g.compute, dict(g.owners)) for g in self.gpus],
-            free_cpu_m=self.free_cpu_m,
-            free_ram_mb=self.free_ram_mb,
-            vms=dict(self.vms),
-            free_mem=self.free_mem,
-        )
-
-
 MEMO_PER_PM = 64  # answers kept per PM state (`DataCenter.remembered`); more clear the memo
 JOURNAL_KEPT = 1 << 16  # entries of a state's journal before it starts a new one (`DataCenter.journal`)
-
-
-PICKLE_PIECE = 256  # PMs or VMs per piece of a pickled DataCenter
-_PIECEWISE = ("pms", "_pm", "index", "vms", "placement", "pending")
-_LOCAL = ("_owned", "_journal")  # not pickled: what a state read back starts afresh
-
-
-@dataclass(frozen=True)
-class StateChanges:
-    """What a state changed on some PMs, to bring a copy of it made before the changes up to date
-    (`DataCenter.changes_on`, `DataCenter.apply_changes`): those PMs' records, the running VMs on
-    them, the order of every running VM, the pending queue and every counter. Its cost follows the
-    PMs named, but for the running VMs' ids (their order)."""
-
-    records: dict[int, _Pm]
-    vms: dict[str, VmSpec]
-    placement: dict[str, Placement]
-    vm_order: tuple[str, ...]
-    placement_order: tuple[str, ...] | None  # None: the order of `vm_order`
-    pending: dict[str, VmSpec]
-    counters: dict[str, Any]
 
 
 class DataCenter:
@@ -95,10 +45,10 @@ class DataCenter:
     def __init__(self, pms: Sequence[PmSpec], intra_pm_moves: bool = True) -> None:
         self.pms: tuple[PmSpec, ...] = tuple(pms)
         self.intra_pm_moves = intra_pm_moves
-        self._pm: list[_Pm] = [
-            _Pm(
+        self._pm: list[PmRecord] = [
+            PmRecord(
                 spec=p,
-                gpus=[_Gpu(g, geometry(g)) for g in p.gpus],
+                gpus=[GpuRecord(g, geometry(g)) for g in p.gpus],
                 free_cpu_m=p.cpu_m,
                 free_ram_mb=p.ram_mb,
                 free_mem=sum(g.memory_slices for g in p.gpus),
@@ -113,6 +63,8 @@ class DataCenter:
         self.vms: dict[str, VmSpec] = {}  # running VMs
         self.placement: dict[str, Placement] = {}
         self.pending: dict[str, VmSpec] = {}  # insertion order = oldest first
+        # Moves under way (`hold`): key → what they hold (a record named by the key) and where.
+        self.holds: dict[str, tuple[VmSpec, Placement]] = {}
         self.active_pms = 0
         self.active_gpus: dict[str, int] = {}
         self.placed_slices: dict[str, int] = {}
@@ -173,7 +125,12 @@ class DataCenter:
         return len(self._pm[j].vms)
 
     def is_active(self, j: int) -> bool:
-        return bool(self._pm[j].vms)
+        """PM j hosts a VM or a move's hold: it is switched on."""
+        return self._pm[j].busy
+
+    def holds_on(self, j: int) -> list[str]:
+        """The keys of the holds on PM j, in the order they were made."""
+        return list(self._pm[j].held)
 
     def gpu_count(self, j: int) -> int:
         return len(self._pm[j].gpus)
@@ -192,7 +149,8 @@ class DataCenter:
         return self._pm[j].gpus[k].compute
 
     def gis_on(self, j: int, k: int) -> dict[int, tuple[str, int]]:
-        """start slice → (VM id, GI index) of the GIs on GPU k of PM j."""
+        """start slice → (VM id, GI index) of the VMs' GIs on GPU k of PM j (held slices are in
+        `occupancy` only)."""
         return dict(self._pm[j].gpus[k].owners)
 
     def cf(self, j: int, k: int) -> int:
@@ -236,6 +194,22 @@ class DataCenter:
     def drop_pending(self, vm_id: str) -> VmSpec:
         return self.pending.pop(vm_id)
 
+    def requeue(self, vms: Sequence[VmSpec]) -> None:
+        """Put `vms` back at the head of the pending queue, in their order (a plan that was to start
+        them ended first: they keep their turn)."""
+        for vm in vms:
+            if vm.id in self.vms or vm.id in self.pending:
+                raise PlacementError(f"VM id {vm.id!r} is already known")
+        self.pending = {**{vm.id: vm for vm in vms}, **self.pending}
+
+    def fits(self, vm: VmSpec, placement: Placement) -> bool:
+        """Whether `vm` (not running) fits at `placement` on the state as it is."""
+        try:
+            self._check_fit(self._as_placed(vm, placement), placement)
+        except PlacementError:
+            return False
+        return True
+
     def place(self, vm: VmSpec, placement: Placement, *, checked: bool = False) -> None:
         """Start `vm` at `placement` (a pending VM leaves the queue). Validates everything first, unless
         `checked`: the placement was already judged against this state by the rules of `judge/check.py`
@@ -248,6 +222,23 @@ class DataCenter:
             self._check_fit(vm, placement)
         self.pending.pop(vm.id, None)
         self._claim(vm, placement)
+
+    def hold(self, key: str, spec: VmSpec, placement: Placement) -> None:
+        """Reserve, for a move under way, what `spec` takes at `placement`: its CPU, RAM and GI slices
+        count as used (and the PM as on) while no VM runs there, until `unhold(key)`. A move holds the
+        destination of a VM that still runs at its source, and GIs left on a host (docs/plans.md#holds).
+        `PlacementError` when it does not fit, or `key` holds already."""
+        if key in self.holds:
+            raise PlacementError(f"hold {key!r} exists already")
+        spec = replace(spec, id=key, alternatives=())
+        self._check_fit(spec, placement)
+        self._claim(spec, placement, held=True)
+
+    def unhold(self, key: str) -> tuple[VmSpec, Placement]:
+        """Release hold `key`; what it held and where."""
+        spec, pl = self.holds[key]
+        self._release(spec, pl, held=True)
+        return spec, pl
 
     def remove(self, vm_id: str) -> Placement:
         """A running VM departs; returns where it was."""
@@ -334,6 +325,7 @@ class DataCenter:
         new.vms = dict(self.vms)
         new.placement = dict(self.placement)
         new.pending = dict(self.pending)
+        new.holds = dict(self.holds)
         new.active_gpus = dict(self.active_gpus)
         new.placed_slices = dict(self.placed_slices)
         return new
@@ -366,71 +358,26 @@ class DataCenter:
         out.apply_placement(self.changes_to(changes))
         return out
 
-    # --- changes, to send a state to where a copy of it is ------------------------------------
+    # --- changes, to send a state to where a copy of it is (cluster/state_transfer.py) ----------
     def changes_on(self, pms: Iterable[int]) -> StateChanges:
         """This state's PMs `pms` (every PM it changed since some copy was made: its `journal` from
         that point) and what goes with them, for `apply_changes` on that copy."""
-        records = {j: self._pm[j] for j in dict.fromkeys(pms)}
-        vms = {v: self.vms[v] for rec in records.values() for v in rec.vms}
-        vm_order = tuple(self.vms)
-        placement_order = tuple(self.placement)
-        return StateChanges(
-            records=records,
-            vms=vms,
-            placement={v: self.placement[v] for v in vms},
-            vm_order=vm_order,
-            placement_order=None if placement_order == vm_order else placement_order,
-            pending=dict(self.pending),
-            counters={k: v for k, v in self.__dict__.items() if k not in _PIECEWISE and k not in _LOCAL},
-        )
+        return state_transfer.changes_on(self, pms)
 
     def apply_changes(self, changes: StateChanges) -> None:
         """Become the state `changes` were taken from, this being a copy of it from before them (a
         `KeyError` when it is not: a VM the changes keep is unknown here)."""
-        vms, placement = self.vms, self.placement
-        self.vms = {v: changes.vms[v] if v in changes.vms else vms[v] for v in changes.vm_order}
-        order = changes.placement_order if changes.placement_order is not None else changes.vm_order
-        self.placement = {v: changes.placement[v] if v in changes.placement else placement[v] for v in order}
-        self.pending = dict(changes.pending)
-        self.__dict__.update(changes.counters)
-        self._pm = list(self._pm)  # copies made of this state keep their own list
-        for j, record in changes.records.items():
-            self._pm[j] = record
-        self._owned = set()  # the records may be shared with copies: copy before any change
-        self._journal = []
+        state_transfer.apply_changes(self, changes)
 
-    # --- pickling ----------------------------------------------------------------------------
-    def __getstate__(self) -> tuple[bytes, tuple[tuple[str, bool, int], ...]]:
-        """The state pickled in pieces of at most `PICKLE_PIECE` PMs or VMs, by one pickler (objects
-        shared between pieces stay shared): the interpreter lock is free between pieces, so a process
-        that sends a large state to another (the service's optimizer) keeps answering meanwhile. The
-        state read back is the same, orders included."""
-        buf = io.BytesIO()
-        pickler = pickle.Pickler(buf, pickle.HIGHEST_PROTOCOL)
-        pickler.dump({k: v for k, v in self.__dict__.items() if k not in _PIECEWISE and k not in _LOCAL})
-        layout = []
-        for name in _PIECEWISE:
-            items = getattr(self, name)
-            mapping = isinstance(items, dict)
-            seq = list(items.items()) if mapping else list(items)
-            chunks = range(0, len(seq), PICKLE_PIECE)
-            for i in chunks:
-                pickler.dump(seq[i : i + PICKLE_PIECE])
-            layout.append((name, mapping, len(chunks)))
-        return buf.getvalue(), tuple(layout)
+    def __getstate__(self) -> state_transfer.Pickled:
+        """Pickled in pieces (`state_transfer.pickled`); read back the same, orders included."""
+        return state_transfer.pickled(self)
 
-    def __setstate__(self, state: tuple[bytes, tuple[tuple[str, bool, int], ...]]) -> None:
-        data, layout = state
-        unpickler = pickle.Unpickler(io.BytesIO(data))
-        self.__dict__.update(unpickler.load())
-        self._owned = None  # the records read back belong to this state alone
-        self._journal = []
-        for name, mapping, pieces in layout:
-            seq = [x for _ in range(pieces) for x in unpickler.load()]
-            setattr(self, name, dict(seq) if mapping else tuple(seq) if name == "pms" else seq)
+    def __setstate__(self, state: state_transfer.Pickled) -> None:
+        state_transfer.unpickle_into(self, state)
 
     # --- internals ---------------------------------------------------------------------------
-    def _writable(self, j: int) -> _Pm:
+    def _writable(self, j: int) -> PmRecord:
         """PM j's record, to be changed: first copied when another state may share it (see `copy`),
         and without the answers remembered for its state as it was (`remembered`)."""
         if len(self._journal) >= JOURNAL_KEPT:
@@ -470,16 +417,16 @@ class DataCenter:
                 raise PlacementError(f"VM {vm.id}: {prof.name}@{slot.start} overlaps on GPU {slot.gpu}")
             claimed[slot.gpu] = claimed.get(slot.gpu, 0) | mask
 
-    def _claim(self, vm: VmSpec, pl: Placement) -> None:
+    def _claim(self, vm: VmSpec, pl: Placement, held: bool = False) -> None:
         pm = self._writable(pl.pm)
-        if not pm.vms:
+        if not pm.busy:
             self.active_pms += 1
             if not pm.gpus:
                 self.no_gpu_active += 1
         if not pm.gpus:
             self.no_gpu_cpu_m += vm.cpu_m
             self.no_gpu_ram_mb += vm.ram_mb
-        pm.vms[vm.id] = None
+        (pm.held if held else pm.vms)[vm.id] = None
         pm.free_cpu_m -= vm.cpu_m
         pm.free_ram_mb -= vm.ram_mb
         for n, (prof, slot) in enumerate(zip(vm.gis, pl.gis, strict=True)):
@@ -491,12 +438,16 @@ class DataCenter:
             gpu.occ |= prof.mask(slot.start)
             pm.free_mem += gpu.geo.free_count[gpu.occ]
             gpu.compute += prof.compute_slices
-            gpu.owners[slot.start] = (vm.id, n)
+            if not held:
+                gpu.owners[slot.start] = (vm.id, n)
             self.placed_slices[h] += prof.memory_slices
-        self.vms[vm.id] = vm
-        self.placement[vm.id] = pl
+        if held:
+            self.holds[vm.id] = (vm, pl)
+        else:
+            self.vms[vm.id] = vm
+            self.placement[vm.id] = pl
 
-    def _release(self, vm: VmSpec, pl: Placement) -> None:
+    def _release(self, vm: VmSpec, pl: Placement, held: bool = False) -> None:
         pm = self._writable(pl.pm)
         for prof, slot in zip(vm.gis, pl.gis, strict=True):
             gpu = pm.gpus[slot.gpu]
@@ -505,17 +456,21 @@ class DataCenter:
             gpu.occ &= ~prof.mask(slot.start)
             pm.free_mem += gpu.geo.free_count[gpu.occ]
             gpu.compute -= prof.compute_slices
-            del gpu.owners[slot.start]
+            if not held:
+                del gpu.owners[slot.start]
             self.placed_slices[h] -= prof.memory_slices
             if not gpu.occ:
                 self.active_gpus[h] -= 1
         pm.free_cpu_m += vm.cpu_m
         pm.free_ram_mb += vm.ram_mb
-        del pm.vms[vm.id]
+        if held:
+            del pm.held[vm.id], self.holds[vm.id]
+        else:
+            del pm.vms[vm.id]
         if not pm.gpus:
             self.no_gpu_cpu_m -= vm.cpu_m
             self.no_gpu_ram_mb -= vm.ram_mb
-        if not pm.vms:
+        if not pm.busy:
             self.active_pms -= 1
             if not pm.gpus:
                 self.no_gpu_active -= 1

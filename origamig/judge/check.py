@@ -251,9 +251,24 @@ class SliceOwners:
         return next(holder for mask, holder in held if mask >> u & 1)
 
 
+def _with_holds(dc: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The DataCenter's VMs and placement with its holds (what moves under way reserve, each a record
+    of what it takes) judged alongside, under keys no VM id can take (a control character)."""
+    holds = getattr(dc, "holds", {})
+    if not holds:
+        return dc.vms, dc.placement
+    vms = dict(dc.vms)
+    placement = dict(dc.placement)
+    for key, (spec, pl) in holds.items():
+        vms["\x1f" + key] = spec
+        placement["\x1f" + key] = pl
+    return vms, placement
+
+
 def check(dc: Any) -> list[Violation]:
-    """Check a `DataCenter` from its raw records (specs and placement map), ignoring its counters."""
-    return check_placement(dc.pms, dc.vms, dc.placement)
+    """Check a `DataCenter` from its raw records (specs, placement map and holds), ignoring its counters."""
+    vms, placement = _with_holds(dc)
+    return check_placement(dc.pms, vms, placement)
 
 
 def check_counters(dc: Any) -> list[Violation]:
@@ -263,8 +278,9 @@ def check_counters(dc: Any) -> list[Violation]:
     ram = [pm.ram_mb for pm in dc.pms]
     occ: dict[tuple[int, int], set[int]] = {}
     hosts: dict[int, int] = {}
-    for vm_id, pl in dc.placement.items():
-        vm = dc.vms[vm_id]
+    vms, placement = _with_holds(dc)
+    for vm_id, pl in placement.items():
+        vm = vms[vm_id]
         cpu[pl.pm] -= vm.cpu_m
         ram[pl.pm] -= vm.ram_mb
         hosts[pl.pm] = hosts.get(pl.pm, 0) + 1

@@ -9,8 +9,14 @@ What Kubernetes does today for a pod (here: a VM) that claims MIG devices create
   `nodes="first"` takes the first node in data-center order instead (an operator's bin-packing).
 - Devices: the DRA allocator takes the claim's requests in order (not largest first) and gives each
   the first matching device in the driver's publication order: GPU by PCI bus (GPU index), then
-  device name, so for one profile its lowest free permissible start. No score, no moves.
-Complexity: O(|M| · |GIs| · |K_j| · |starts|) bit tests per arrival.
+  device name, so for one profile its lowest free permissible start. When a later request finds no
+  device, it backtracks: the earlier request takes its next device, depth-first, and the first
+  complete assignment wins (`backtrack=True`, the default, as Kubernetes' structured allocator does);
+  `backtrack=False` keeps the first device of each request and rejects the node (the greedy order).
+  No score, no moves.
+Dynamic MIG in DRA serves pods, not VMs: the rows of this policy are "what pods get".
+Complexity: greedy O(|M| · |GIs| · |K_j| · |starts|) bit tests per arrival; backtracking visits each
+(request, occupancy of the PM's GPUs) at most once, since a dead end is remembered for the search.
 """
 
 from __future__ import annotations
@@ -56,6 +62,45 @@ def publication_order_fit(dc: DataCenter, j: int, vm: VmSpec) -> Placement | Non
     return Placement(j, tuple(slots))
 
 
+def backtracking_fit(dc: DataCenter, j: int, vm: VmSpec) -> Placement | None:
+    """The VM's GIs in request order on PM j, depth-first over each GI's devices in publication order
+    (GPU, then start): the first complete assignment, or None when no assignment exists. The first
+    device of each GI is tried first, so where the greedy order (`publication_order_fit`) places the
+    VM this returns its very placement."""
+    gpus = class_gpus(dc, j, vm.gpu_class)
+    devices: list[list[tuple[int, int, int]]] = []  # per GI: (index in gpus, start, mask), in order
+    for prof in vm.gis:
+        options: list[tuple[int, int, int]] = []
+        for i, k in enumerate(gpus):
+            p = profile_on(dc.gpu_model(j, k), prof)
+            if p is not None:
+                options.extend((i, z, p.mask(z)) for z in sorted(p.starts))
+        if not options:
+            return None
+        devices.append(options)
+    dead: set[tuple[int, tuple[int, ...]]] = set()  # (GI, occupancies) from which nothing completes
+    chosen: list[GiSlot] = []
+
+    def search(n: int, occ: tuple[int, ...]) -> bool:
+        if n == len(devices):
+            return True
+        if (n, occ) in dead:
+            return False
+        for i, z, mask in devices[n]:
+            if occ[i] & mask:
+                continue
+            chosen.append(GiSlot(gpus[i], z))
+            if search(n + 1, (*occ[:i], occ[i] | mask, *occ[i + 1 :])):
+                return True
+            chosen.pop()
+        dead.add((n, occ))
+        return False
+
+    if not search(0, tuple(dc.occupancy(j, k) for k in gpus)):
+        return None
+    return Placement(j, tuple(chosen))
+
+
 def kube_node_score(dc: DataCenter, j: int, vm: VmSpec) -> int:
     """kube-scheduler's default score of node j for `vm`: LeastAllocated + BalancedAllocation on CPU
     and memory (each 0–100, integer arithmetic as the scheduler's)."""
@@ -73,15 +118,22 @@ def kube_node_score(dc: DataCenter, j: int, vm: VmSpec) -> int:
 
 @register("dra")
 class KubernetesDra(ArrivalOnlyPolicy):
-    """DRA: kube-scheduler's default node scores, then MIG devices first fit in publication order."""
+    """DRA: kube-scheduler's default node scores, then MIG devices in publication order, with the
+    structured allocator's backtracking (`backtrack`)."""
 
     name = "dra"
 
-    def __init__(self, nodes: str = "kube") -> None:
+    def __init__(self, nodes: str = "kube", backtrack: bool = True) -> None:
         super().__init__()
+        problems = []
         if nodes not in NODE_ORDERS:
-            raise UserError(f"--option nodes: {nodes!r} is not one of {', '.join(NODE_ORDERS)}")
+            problems.append(f"--option nodes: {nodes!r} is not one of {', '.join(NODE_ORDERS)}")
+        if not isinstance(backtrack, bool):
+            problems.append(f"--option backtrack: {backtrack!r} must be true or false")
+        if problems:
+            raise UserError(problems)
         self.nodes = nodes
+        self.devices = backtracking_fit if backtrack else publication_order_fit
 
     def place(self, dc: DataCenter, vm: VmSpec, locked: frozenset[int]) -> Placement | Rejection:
         if not vm.gis:
@@ -89,7 +141,7 @@ class KubernetesDra(ArrivalOnlyPolicy):
         best: tuple[int, Placement] | None = None
         for j in candidate_pms(dc, vm, locked):
             for variant in variants_on(dc, j, vm):
-                pl = publication_order_fit(dc, j, variant)
+                pl = self.devices(dc, j, variant)
                 if pl is None:
                     continue
                 if self.nodes == "first":

@@ -14,10 +14,13 @@ Fragmentation of PM n for a class h, in memory slices:
 This is FGD's measure with MIG's start slices in place of a GPU's free share: a free slice counts as
 a fragment for m when m could not use it.
 
-Rule. On each candidate PM (not locked, a GPU of the VM's class, enough free CPU/RAM), the VM's GIs
-go largest first, each to the (GPU, start) that leaves F_n smallest (CPU/RAM of the whole VM already
-taken); the PM whose F_n grows least wins (the steepest descent). Tie-break key: (F, gpu, start)
-per GI, (increase, pm) per PM. A VM that fits nowhere is rejected; a VM without GIs takes first fit.
+Rule (`FgdRule`). On each candidate PM (not locked, a GPU of the VM's class, enough free CPU/RAM),
+the VM's GIs go largest first, each to the (GPU, start) that leaves F_n smallest (CPU/RAM of the whole
+VM already taken); the PM whose F_n grows least wins (the steepest descent). Tie-break key:
+(F, gpu, start) per GI, (increase, pm) per PM. A VM that fits nowhere is rejected; a VM without GIs
+takes first fit. `arrival="tc"` places arrivals by TC's rule instead (a hybrid: TC's arrival rule
+with FGD's descheduler); the typical VMs are still read from the arrivals, for the descheduler.
+OrigaMIG's `arrival="fgd"` takes this rule for its own arrivals (the other hybrid).
 
 Descheduler (FGD's `fragOnePod`). Every `period_s` (default 900 s, as TC compacts): the PMs from the
 most fragmented down, one VM each — the one whose leaving lowers its PM's F_n most, if any does — up
@@ -48,9 +51,11 @@ from origamig.policies.arrival_only import counted
 from origamig.policies.arrival_rule import choose_pm, class_gpus, profile_on
 from origamig.policies.base import ArrivalDecision, Rejection, Work, register
 from origamig.policies.moves import count_moves, moves_work, plan_moves
+from origamig.policies.tc.rule import tc_fit_on_pm
 
 DEFAULT_PERIOD_S = 900.0  # the descheduler's period: TC's, so that the two move VMs as often
 DEFAULT_RATIO = 0.02  # at most this share of the running VMs is descheduled per period
+ARRIVAL_RULES = ("fgd", "tc")  # how FGD places arrivals: its own rule, or TC's (a hybrid)
 REFRESH_EVERY = 256  # after the first 256 arrivals (read at each power of two), re-read every 256
 TYPICAL_KEPT = 64  # the most frequent shapes kept as typical VMs (shares renormalized)
 
@@ -201,6 +206,35 @@ class FgdFit:
         return after - before, Placement(j, tuple(slots))  # type: ignore[arg-type]
 
 
+class FgdRule:
+    """FGD's arrival rule with the typical VMs it reads from the arrivals so far (`observe` each
+    arriving VM, then `place` it); FGD and OrigaMIG's `arrival="fgd"` share it."""
+
+    def __init__(self) -> None:
+        self._shapes: Counter[tuple[tuple[Profile, ...], int, int]] = Counter()
+        self._seen = 0
+        self.fit = FgdFit(Workload({}))  # the per-PM fit (`arrival_rule.PmFit`) of the current workload
+
+    @property
+    def workload(self) -> Workload:
+        return self.fit.workload
+
+    def observe(self, vm: VmSpec) -> None:
+        """Count an arriving VM's shape; re-read the typical VMs after 1, 2, 4, … 256 arrivals of GPU
+        VMs, then every 256."""
+        if not vm.gis:
+            return
+        self._shapes[(vm.gis, vm.cpu_m, vm.ram_mb)] += 1
+        self._seen += 1
+        n = self._seen
+        if (n <= REFRESH_EVERY and n & (n - 1) == 0) or n % REFRESH_EVERY == 0:
+            self.fit = FgdFit(Workload.of(self._shapes))
+
+    def place(self, dc: DataCenter, vm: VmSpec, locked: frozenset[int]) -> Placement | Rejection:
+        """Where the rule puts `vm` on the PMs not `locked` (the steepest descent), or why it fits nowhere."""
+        return choose_pm(dc, vm, locked, self.fit)
+
+
 @register("fgd")
 class FragmentationGradientDescent:
     """FGD: each VM where the workload's fragmentation grows least; a periodic descheduler."""
@@ -208,7 +242,11 @@ class FragmentationGradientDescent:
     name = "fgd"
 
     def __init__(
-        self, period_s: float = DEFAULT_PERIOD_S, ratio: float = DEFAULT_RATIO, deschedule: bool = True
+        self,
+        period_s: float = DEFAULT_PERIOD_S,
+        ratio: float = DEFAULT_RATIO,
+        deschedule: bool = True,
+        arrival: str = "fgd",
     ) -> None:
         problems = []
         if not (isinstance(period_s, int | float) and period_s > 0):
@@ -217,15 +255,16 @@ class FragmentationGradientDescent:
             problems.append(f"ratio: {ratio!r} must be a share between 0 and 1")
         if not isinstance(deschedule, bool):
             problems.append(f"deschedule: {deschedule!r} must be true or false")
+        if arrival not in ARRIVAL_RULES:
+            problems.append(f"arrival: {arrival!r} is not one of {', '.join(ARRIVAL_RULES)}")
         if problems:
             raise UserError(problems)
         self.period_s = float(period_s)
         self.ratio = float(ratio)
         self.deschedule = deschedule
+        self.arrival = arrival
         self._next = self.period_s
-        self._shapes: Counter[tuple[tuple[Profile, ...], int, int]] = Counter()
-        self._seen = 0
-        self._fit = FgdFit(Workload({}))
+        self._rule = FgdRule()
         self._c: dict[str, float] = dict.fromkeys(
             (
                 "admitted",
@@ -244,20 +283,13 @@ class FragmentationGradientDescent:
 
     @property
     def workload(self) -> Workload:
-        return self._fit.workload
-
-    def _observe(self, vm: VmSpec) -> None:
-        if not vm.gis:
-            return
-        self._shapes[(vm.gis, vm.cpu_m, vm.ram_mb)] += 1
-        self._seen += 1
-        n = self._seen
-        if (n <= REFRESH_EVERY and n & (n - 1) == 0) or n % REFRESH_EVERY == 0:
-            self._fit = FgdFit(Workload.of(self._shapes))
+        return self._rule.workload
 
     def arrive(self, dc: DataCenter, vm: VmSpec, now: float, locked: frozenset[int]) -> ArrivalDecision:
-        self._observe(vm)
-        return counted(self._c, choose_pm(dc, vm, locked, self._fit))
+        self._rule.observe(vm)
+        if self.arrival == "tc":
+            return counted(self._c, choose_pm(dc, vm, locked, tc_fit_on_pm))
+        return counted(self._c, self._rule.place(dc, vm, locked))
 
     def depart(self, dc: DataCenter, vm_id: str, now: float) -> None:
         return None

@@ -1,9 +1,10 @@
 """The moves a rule-based policy decides (TC's compaction, FGD's descheduler, GRMU's stages), planned
-by the migration executor and handed to the simulator as a `Work`, and counted when it ends.
+by the migration executor and handed to the driver as a `Work`, and counted when it ends.
 
-One definition for every such policy: the call holds the PMs its VMs leave and reach and every PM a
-step of its plan touches, until its moves end; it lasts its decision time plus the plan's modeled
-duration (`wall_s`), or the moves' duration alone in deterministic mode (`modeled_s`).
+One definition for every policy, OrigaMIG's calls included: the call lasts its decision time
+(`wall_s`; nothing in deterministic mode: `modeled_s` is 0 for a rule), then its plan runs in time on
+the runtime's one migration model, each move holding only what it uses (docs/plans.md#in-time).
+`Work.pms` are the PMs its VMs leave and reach and every PM a step of its plan touches.
 """
 
 from __future__ import annotations
@@ -46,7 +47,6 @@ def moves_work(
         pms |= {dc.index[m.to_pm] for m in plan.moves} | {
             dc.index[m.from_pm] for m in plan.moves if m.from_pm
         }
-    moves_s = plan.cost.duration_s if plan is not None else 0.0
     return Work(
         kind=kind,
         pms=frozenset(pms),
@@ -54,9 +54,9 @@ def moves_work(
         admitted=tuple(admitted),
         rejected=tuple(rejected),
         plan=plan,
-        wall_s=decide_s + moves_s,
-        modeled_s=moves_s,
-        phases_s={"decide_s": decide_s, "moves_s": moves_s},
+        wall_s=decide_s,
+        modeled_s=0.0,
+        phases_s={"decide_s": decide_s},
         reasons=reasons or {},
     )
 

@@ -24,13 +24,17 @@ from starlette.routing import Route
 
 from origamig.errors import UserError
 from origamig.files import parse_json_text
+from origamig.runtime.plan_run import ACKNOWLEDGED, StepStatus
+from origamig.serve.arrivals import ArrivalStatus, Conflict, DuplicateVm
+from origamig.serve.bind import Binder
 from origamig.serve.door import body_problems, id_problem, plain_int
 from origamig.serve.k8s import filter_nodes, prioritize_nodes
 from origamig.serve.kubevirt import kubevirt_flow
-from origamig.serve.live import ArrivalStatus, Conflict, DuplicateVm, Live, StepConflict, UnknownPlan
+from origamig.serve.live import Live
+from origamig.serve.metrics import CONTENT_TYPE, Metrics, timed
 from origamig.serve.optimizer import Optimizer
+from origamig.serve.plan_desk import PlanDesk, StepConflict, UnknownPlan
 from origamig.serve.plan_retention import with_retired
-from origamig.serve.plans import ACKNOWLEDGED, StepStatus
 from origamig.serve.replay import ReplayClock
 from origamig.serve.requests import RequestError
 from origamig.serve.store import StoreWriteError
@@ -133,22 +137,34 @@ def refusal(exc: Exception) -> Response | None:
     return None
 
 
-def plan_id(request: Request) -> int:
-    raw = request.path_params["plan_id"]
+def path_number(request: Request, param: str, what: str) -> int:
+    """Path parameter `param`, a plain number (404 naming `what` otherwise)."""
+    raw = request.path_params[param]
     number = plain_int(raw)
     if number is None:
-        raise HttpError(404, f"plan: {raw[:40]!r} is not a plan id")
+        raise HttpError(404, f"{what.split()[0]}: {raw[:40]!r} is not a {what}")
     return number
+
+
+def plan_id(request: Request) -> int:
+    return path_number(request, "plan_id", "plan id")
+
+
+def step_number(request: Request) -> int:
+    return path_number(request, "n", "step number")
 
 
 class Routes:
     """The handlers of the service's routes over `live` (`build_app` wires them)."""
 
-    def __init__(self, live: Live, clock: ReplayClock | None, optimizer: Optimizer | None) -> None:
+    def __init__(
+        self, live: Live, clock: ReplayClock | None, optimizer: Optimizer | None, binder: Binder | None = None
+    ) -> None:
         self.live = live
         self.clock = clock
         self.optimizer = optimizer
-        self.pm_ids = [pm.id for pm in live.dc.pms]  # the PMs never change while the service runs
+        self.desk = PlanDesk(live)
+        self.binder = binder if binder is not None else Binder(live, None)
 
     # --- probes and status ---------------------------------------------------------------------
     async def healthz(self, request: Request) -> Response:
@@ -181,7 +197,8 @@ class Routes:
     async def status(self, request: Request) -> Response:
         live = self.live
         counts = await run_in_threadpool(lambda: with_retired(live.store, live.counts()))
-        return JSONResponse({**counts, "now": live.now(), "optimizer": self.optimizer_view()})
+        body = {**counts, "now": live.now(), "optimizer": self.optimizer_view()}
+        return JSONResponse(body | {"platform": live.move_rules.to_json()})
 
     # --- the cluster and its VMs ---------------------------------------------------------------
     async def snapshot(self, request: Request) -> Response:
@@ -205,47 +222,50 @@ class Routes:
         return Response(status_code=204)
 
     async def k8s_filter(self, request: Request) -> Response:
-        return JSONResponse(await run_in_threadpool(filter_nodes, self.live, await read_json(request)))
+        body = await read_json(request)
+        result = await run_in_threadpool(filter_nodes, self.live, body)
+        self.binder.remember(body)
+        return JSONResponse(result)
+
+    async def k8s_bind(self, request: Request) -> Response:
+        return JSONResponse(await run_in_threadpool(self.binder.bind, await read_json(request)))
 
     async def k8s_prioritize(self, request: Request) -> Response:
         return JSONResponse(await run_in_threadpool(prioritize_nodes, self.live, await read_json(request)))
 
     # --- plans ---------------------------------------------------------------------------------
-    def every_plan(self) -> dict[str, Any]:
-        live = self.live
-        with live.lock:
-            ids = sorted(live.plans)
-        return {"plans": [live.plan(i).to_json(self.pm_ids) for i in ids]}
-
     async def list_plans(self, request: Request) -> Response:
-        return JSONResponse(await run_in_threadpool(self.every_plan))
+        return JSONResponse(await run_in_threadpool(self.desk.every))
 
     async def get_plan(self, request: Request) -> Response:
-        plan = await run_in_threadpool(self.live.plan, plan_id(request))
-        return JSONResponse(plan.to_json(self.pm_ids))
+        return JSONResponse(await run_in_threadpool(self.desk.view, plan_id(request)))
 
     async def ack_step(self, request: Request) -> Response:
         body = await read_json(request)
-        result = body.get("result") if isinstance(body, dict) else None
+        if not isinstance(body, dict) or "result" not in body:
+            raise HttpError(400, 'result: missing (give {"result": "done"} or {"result": "failed"})')
+        result = body["result"]
         if result not in ACKNOWLEDGED:
             raise HttpError(400, f'result: {result!r} is not "done" or "failed"')
-        raw = request.path_params["n"]
-        step = plain_int(raw)
-        if step is None:
-            raise HttpError(404, f"step: {raw[:40]!r} is not a step number")
-        plan = await run_in_threadpool(self.live.acknowledge, plan_id(request), step, StepStatus(result))
-        return JSONResponse(plan.to_json(self.pm_ids))
+        step = step_number(request)
+        plan = await run_in_threadpool(self.desk.acknowledge, plan_id(request), step, StepStatus(result))
+        return JSONResponse(plan)
 
     async def cancel_plan(self, request: Request) -> Response:
-        plan = await run_in_threadpool(self.live.cancel, plan_id(request))
-        return JSONResponse(plan.to_json(self.pm_ids))
+        return JSONResponse(await run_in_threadpool(self.desk.cancel, plan_id(request)))
+
+    async def confirm_orphan(self, request: Request) -> Response:
+        plan = await run_in_threadpool(self.desk.confirm_orphan, plan_id(request), step_number(request))
+        return JSONResponse(plan)
 
     async def plan_kubevirt(self, request: Request) -> Response:
-        plan = await run_in_threadpool(self.live.plan, plan_id(request))
+        plan = await run_in_threadpool(self.desk.view, plan_id(request))
         namespace = request.query_params.get("namespace", "default")
         live = self.live
         with live.lock:
             specs = {**live.dc.pending, **live.dc.vms}
+            for run in live.runtime.plans.running():
+                specs.update(run.reserved)
         return JSONResponse(kubevirt_flow(plan, specs, namespace))
 
     async def set_clock(self, request: Request) -> Response:
@@ -256,16 +276,26 @@ class Routes:
         now = body.get("now") if isinstance(body, dict) else None
         if isinstance(now, bool) or not isinstance(now, int | float):
             raise HttpError(400, f"now: {now!r} is not a number of seconds")
-        plans = await run_in_threadpool(clock.advance, float(now))
-        return JSONResponse({"now": clock.t, "plans": [p.to_json(self.pm_ids) for p in plans]})
+        moved = await run_in_threadpool(clock.advance, float(now))
+        plans = [await run_in_threadpool(self.desk.view, i) for i in moved.plans]
+        started = [{"vm": v, "t": t} for v, t in moved.started]
+        return JSONResponse({"now": moved.now, "plans": plans, "next_s": moved.next_s, "started": started})
 
 
 def build_app(
-    live: Live, token: str, clock: ReplayClock | None = None, optimizer: Optimizer | None = None
+    live: Live,
+    token: str,
+    clock: ReplayClock | None = None,
+    optimizer: Optimizer | None = None,
+    binder: Binder | None = None,
+    metrics: Metrics | None = None,
+    access_log: bool = False,
 ) -> Starlette:
     """The service's application over `live`, guarded by bearer `token`; with `clock`, in replay mode;
-    `optimizer` is reported by `/readyz` and `/v1/status`."""
+    `optimizer` is reported by `/readyz` and `/v1/status`; every request is timed in `metrics`
+    (`GET /metrics`) and, with `access_log`, logged."""
     expected = token.encode()
+    metrics = metrics if metrics is not None else Metrics(live)
 
     def guarded(handler: Handler) -> Handler:
         async def run(request: Request) -> Response:
@@ -288,7 +318,11 @@ def build_app(
 
         return run
 
-    r = Routes(live, clock, optimizer)
+    r = Routes(live, clock, optimizer, binder)
+
+    async def scrape(request: Request) -> Response:
+        return Response(await run_in_threadpool(metrics.render), media_type=CONTENT_TYPE)
+
     routes = [
         Route("/healthz", r.healthz, methods=["GET"]),
         Route("/readyz", r.readyz, methods=["GET"]),
@@ -301,11 +335,15 @@ def build_app(
         Route("/v1/plans/{plan_id}", guarded(r.get_plan), methods=["GET"]),
         Route("/v1/plans/{plan_id}", guarded(r.cancel_plan), methods=["DELETE"]),
         Route("/v1/plans/{plan_id}/steps/{n}", guarded(r.ack_step), methods=["POST"]),
+        Route("/v1/plans/{plan_id}/orphan-gis/{n}", guarded(r.confirm_orphan), methods=["DELETE"]),
         Route("/v1/plans/{plan_id}/kubevirt", guarded(r.plan_kubevirt), methods=["GET"]),
         Route("/v1/clock", guarded(r.set_clock), methods=["POST"]),
         Route("/k8s/filter", guarded(r.k8s_filter), methods=["POST"]),
         Route("/k8s/prioritize", guarded(r.k8s_prioritize), methods=["POST"]),
+        Route("/k8s/bind", guarded(r.k8s_bind), methods=["POST"]),
+        Route("/metrics", guarded(scrape), methods=["GET"]),
     ]
+    routes = [timed(route, metrics, access_log) for route in routes]
 
     async def no_route(request: Request, exc: Exception) -> Response:
         status = getattr(exc, "status_code", 404)

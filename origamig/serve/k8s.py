@@ -3,10 +3,15 @@
 arrival rule, PM by PM — the exact, start-slice-aware fit, no solver.
 
 A node name is a snapshot PM id. A pod asks for GIs through container resources
-`nvidia.com/mig-<profile>` (`pods.pod_entry`). Filter keeps the nodes where the rule places every
-GI; prioritize scores them 10 (the PM the rule itself would pick) down to 1 by the rule's own order,
-0 where the pod does not fit. A pod without MIG resources is not judged: every node passes, scores 0.
-Both only read the state: the pod is placed when the VM platform posts it (`POST /v1/vms`).
+`nvidia.com/mig-<profile>` or MIG-backed vGPU types (`pods.pod_entry`). Filter keeps the nodes where
+the rule places every GI; prioritize scores them 10 (the PM the rule itself would pick) down to 1 by
+the rule's own order, 0 where the pod does not fit. A pod without MIG resources is not judged: every
+node passes, scores 0. Both only read the state: the pod is placed when the VM platform posts it
+(`POST /v1/vms`).
+
+A move under way holds only what it uses (docs/plans.md#holds), and no pod is refused only because
+of a plan: when the pod fits no node as the state is, the nodes where it fits once the moves with
+nothing carried out yet give way pass — posted there, it takes the place and those moves yield.
 """
 
 from __future__ import annotations
@@ -15,12 +20,14 @@ from typing import Any
 
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import VmSpec
+from origamig.serve.bind import migration_target
 from origamig.serve.fit import PmFit, arrival_fit, fit_on_pm
 from origamig.serve.live import Live
 from origamig.serve.pods import pod_entry
 from origamig.serve.requests import RequestError, read_vm_entry
 
 MAX_PRIORITY = 10  # kube-scheduler's MaxExtenderPriority
+NOT_A_PM = "not a PM of the origamig snapshot"
 
 
 def candidate_names(args: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]] | None]:
@@ -64,15 +71,12 @@ def _verdicts(live: Live, vm: VmSpec, names: list[str]) -> dict[str, tuple[Any, 
     out: dict[str, tuple[Any, str]] = {}
     with live.lock:
         dc = live.dc
-        locked = live.locked
         member_of = [live.class_members.get(h, frozenset()) for h in vm.gpu_classes]
         asked: dict[int, int] = {}  # PM → its version, for the nodes judged by the rule
         for name in names:
             j = dc.index.get(name)
             if j is None:
-                out[name] = (None, "not a PM of the origamig snapshot")
-            elif j in locked:
-                out[name] = (None, "held by a running migration plan")
+                out[name] = (None, NOT_A_PM)
             elif not any(j in members for members in member_of):
                 models = " or ".join(dict.fromkeys(c[0].gpu_model for c in vm.gi_choices))
                 out[name] = (None, f"no {models} GPU")
@@ -97,6 +101,21 @@ def _verdict(dc: DataCenter, j: int, vm: VmSpec, fit: PmFit) -> tuple[Any, str]:
     return (None, hit) if isinstance(hit, str) else ((hit[0], j), "")
 
 
+def _yielding(live: Live, vm: VmSpec, names: list[str]) -> dict[str, tuple[Any, str]]:
+    """The verdicts on the nodes named, as if the moves with nothing carried out yet gave way (what
+    a VM placed there gets: `Runtime.record`); uncached."""
+    fit = arrival_fit(live.policy)
+    with live.lock:
+        probe = live.dc.copy()
+        for key in live.runtime.plans.yieldable():
+            probe.unhold(key)
+        out: dict[str, tuple[Any, str]] = {}
+        for name in names:
+            j = probe.index.get(name)
+            out[name] = (None, NOT_A_PM) if j is None else _verdict(probe, j, vm, fit)
+    return out
+
+
 def filter_nodes(live: Live, args: Any) -> dict[str, Any]:
     """`ExtenderFilterResult` for `ExtenderArgs` `args` (a bad pod is reported in `Error`)."""
     names, items = candidate_names(args if isinstance(args, dict) else {})
@@ -106,6 +125,12 @@ def filter_nodes(live: Live, args: Any) -> dict[str, Any]:
         return {"Nodes": None, "NodeNames": None, "FailedNodes": {}, "FailedAndUnresolvableNodes": {},
                 "Error": "; ".join(exc.problems)}  # fmt: skip
     verdict = _verdicts(live, vm, names) if vm.gis else {n: (0, "") for n in names}
+    moving = migration_target(live, vm.id) if vm.gis else None
+    if moving is not None:  # a live migration's target pod goes where the plan sends its VM
+        why = f"a plan migrates {vm.id} to {moving[0]}"
+        verdict = {n: (0, "") if n == moving[0] else (None, why) for n in names}
+    elif vm.gis and all(verdict[n][0] is None for n in names):
+        verdict = _yielding(live, vm, names)  # where moves under way give way, the pod passes
     passed = [n for n in names if verdict[n][0] is not None]
     failed = {n: verdict[n][1] for n in names if verdict[n][0] is None}
     result: dict[str, Any] = {"FailedNodes": failed, "FailedAndUnresolvableNodes": {}, "Error": ""}

@@ -15,7 +15,6 @@ from typing import Any
 
 from origamig.cluster.records import VmSpec
 from origamig.plan.steps import StepOp
-from origamig.serve.plans import LivePlan
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 # KubeVirt 1.9 live-migrates a VM with one mediated-device vGPU (alpha) and none with SR-IOV vGPUs
@@ -49,17 +48,22 @@ def migration_manifest(plan_id: int, n: int, step: Mapping[str, Any], namespace:
     }
 
 
-def kubevirt_flow(plan: LivePlan, specs: Mapping[str, VmSpec], namespace: str = "default") -> dict[str, Any]:
-    """`{"plan", "status", "items": [...]}`: one item per step, in order, with its status."""
+def kubevirt_flow(
+    plan: Mapping[str, Any], specs: Mapping[str, VmSpec], namespace: str = "default"
+) -> dict[str, Any]:
+    """`{"plan", "status", "items": [...]}`: one item per step of `plan` (its JSON, docs/service.md#plans),
+    in order, with its status."""
     items = []
-    for n, step in enumerate(plan.steps):
-        item: dict[str, Any] = {"n": n, "status": plan.step_status(n), "op": step["op"], "step": dict(step)}
+    for listed in plan["steps"]:
+        n = listed["n"]
+        step = {k: v for k, v in listed.items() if k not in ("n", "status")}
+        item: dict[str, Any] = {"n": n, "status": listed["status"], "op": step["op"], "step": step}
         if step["op"] == StepOp.MIGRATE:
             vm = specs.get(str(step["vm"]))
             if vm is not None and len(vm.gis) > 1:
                 item["warning"] = MULTI_GI_WARNING
             if step["from"] != step["to"]:
-                item["manifest"] = migration_manifest(plan.id, n, step, namespace)
+                item["manifest"] = migration_manifest(plan["id"], n, step, namespace)
             else:
                 item["manifest"] = None
                 item["note"] = "a move between GIs of one node: KubeVirt migrates between nodes only"
@@ -75,4 +79,4 @@ def kubevirt_flow(plan: LivePlan, specs: Mapping[str, VmSpec], namespace: str = 
                     "start": step["start"],
                 }
         items.append(item)
-    return {"plan": plan.id, "status": plan.status, "items": items}
+    return {"plan": plan["id"], "status": plan["status"], "items": items}

@@ -20,8 +20,8 @@ from typing import Any
 
 from origamig.errors import UserError
 from origamig.policies.base import make_policy
-from origamig.serve.live import Live
-from origamig.serve.plan_retention import retire_ended_plans
+from origamig.serve.live import PLATFORM, Live
+from origamig.serve.platform import Platform, apply_platform
 from origamig.serve.state_file import RUNNING, wal_of
 from origamig.serve.state_lock import StateLock
 from origamig.serve.store import Store, StoreError, StoreWriteError
@@ -51,10 +51,13 @@ def open_state(
     step_timeout_s: float | None = DEFAULT_STEP_TIMEOUT_S,
     intra_pm_moves: bool | None = None,
     holder: str = "",
+    controller: str = PLATFORM,
+    platform: Platform | None = None,
 ) -> OpenState:
     """The live cluster of `state` (resolved), or of a new state seeded from `seed` when `state` does
     not exist (an existing state is never seeded anew: `--from` is then not read), locked for this
-    server (`holder` says who it is). Everything is checked before a new state file is written."""
+    server (`holder` says who it is), its steps carried out by `controller`, under the rules of
+    `platform` (None: the seed's). Everything is checked before a new state file is written."""
     policy = make_policy(POLICY, **dict(options))
     state = state.resolve()
     new = _create(state, seed)
@@ -65,8 +68,9 @@ def open_state(
             print(f"origamig serve: {state} is already seeded; --from {seed} is not read", file=sys.stderr)
         try:
             read_only = _mark_running(store, holder)
-            live = Live(store, policy, step_timeout_s)
-            retire_ended_plans(live.plans, store)  # a state of an earlier version may hold more
+            live = Live(store, policy, step_timeout_s, controller)
+            apply_platform(live, platform)
+            live.retire_ended_plans()  # a state of an earlier version may hold more
         except BaseException:
             store.close()
             raise

@@ -1,26 +1,25 @@
 """The background optimizer: the policy's periodic work on the live state, in a worker process.
 
-At each time the policy asks for (`next_check`), when no call is running, the policy and the state
-are sent to a worker process — the whole state once, then what changed since the worker's last
+Its thread runs the runtime's loop on the wall clock (`service_loop.run_due`): at each time the
+policy asks for (`next_check`), when no call is solving, a check is made in a worker process
+(`runtime/remote_check.py`) — the whole state sent once, then what changed since the worker's last
 check (`DataCenter.changes_on`: the PMs the live state's journal names) — which asks the policy for
-work while it returns some (`runtime.collect_calls`: Algorithm 1's triggers, the neighborhood, the
-restricted BILP, the executor; with `calls_per_step` > 1 several calls on disjoint PMs) and sends
-back the policy and its calls. The API keeps answering meanwhile; the arrivals and departures it saw
-are told to the returned policy (`Live.adopt`), and each applied call becomes a plan the VM platform
-runs step by step. As in the simulator, no check is made while a call runs.
+work while it returns some (Algorithm 1's triggers, the neighborhood, the restricted BILP, the
+executor; with `calls_per_step` > 1 several calls on disjoint PMs) and sends back the policy and its
+calls. The API keeps answering meanwhile, and solving holds nothing: the arrivals and departures it
+saw are told to the returned policy, and each call's target is adopted on the live state as it is
+when the worker answers (`Runtime.end_call`): its parts become plans the VM platform runs step by
+step. The thread also aborts plans whose steps wait past the step timeout.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import gc
 import itertools
-import math
 import multiprocessing
 import os
 import pickle
-import queue
 import sys
 import threading
 import time
@@ -29,17 +28,20 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
-from origamig.cluster.datacenter import DataCenter, StateChanges
 from origamig.policies.base import Work
-from origamig.policies.runtime import collect_calls
+from origamig.runtime import remote_check
+from origamig.runtime.remote_check import CheckRequest, Recording, run_check
+from origamig.serve.events_log import EVENTS
 from origamig.serve.live import Live
+from origamig.serve.plan_desk import PlanDesk
+from origamig.serve.service_loop import run_due
 from origamig.serve.worker_exit import end_workers, exit_cleanly_on_sigterm
 
 STUCK_AFTER_S = 900.0  # a check still solving after this long is killed, its worker replaced
 LOG_REPEAT_S = 60.0  # the same log line at most once a minute
 STARTING, IDLE, SOLVING, STOPPED = "starting", "idle", "solving", "stopped"
 IDLE_POLL_S = 1.0  # how often a waiting optimizer looks again (a plan running, a check not due)
-SELECT_POLL_S = 0.05  # how often the optimizer looks for the PMs of a call the worker chose
+POLL_S = 0.05  # how often the optimizer looks whether the worker answered
 PARENT_POLL_S = 1.0  # how often the worker looks whether the service still runs
 
 
@@ -55,64 +57,10 @@ def _exit_with(parent: int) -> None:
     threading.Thread(target=watch, name="origamig-parent-watch", daemon=True).start()
 
 
-_SELECTED: Any = None  # in the worker: where it tells the service each call's PMs (`_start_worker`)
-
-
-def _start_worker(parent: int, selected: Any) -> None:
-    """In the worker, once: end it with the service (`_exit_with`), and keep the queue on which it
-    tells the service the PMs of each call it chose, before it solves."""
-    global _SELECTED
-    _SELECTED = selected
+def _start_worker(parent: int) -> None:
+    """In the worker, once: end it with the service (`_exit_with`)."""
     _exit_with(parent)
     exit_cleanly_on_sigterm()
-
-
-# In the worker: the state of its last check, as the service sent it, and the number the service
-# gave it; the next check may come as the changes since (`DataCenter.changes_on`).
-_BASE: tuple[int, DataCenter] | None = None
-
-
-@dataclass(frozen=True)
-class CheckRequest:
-    """One check, as the service sends it: the pickled policy, the state — whole, or the changes since
-    the worker's state numbered `base` — the number of the state it makes, the time and the PMs held."""
-
-    policy: bytes
-    state: DataCenter | StateChanges
-    base: int | None
-    number: int
-    now: float
-    locked: frozenset[int]
-
-
-def run_check(payload: bytes) -> bytes:
-    """In the worker: one check of a pickled `CheckRequest` — the policy asked for work while it
-    returns some (`runtime.collect_calls`), each call's PMs told to the service as soon as they are
-    chosen; the policy and its calls. `None` when the request holds changes to a state the worker does
-    not have (a new worker): the service then sends the whole state."""
-    global _BASE
-    paused = gc.isenabled()
-    gc.disable()  # a whole state is many objects: no collector passes over them while they are read
-    try:
-        request: CheckRequest = pickle.loads(payload)
-        state = request.state
-        if isinstance(state, StateChanges):
-            if _BASE is None or _BASE[0] != request.base:
-                return pickle.dumps(None)
-            _BASE[1].apply_changes(state)
-            state = _BASE[1]
-        policy = pickle.loads(request.policy)
-    finally:
-        if paused:
-            gc.enable()
-    _BASE = (request.number, state)
-    dc = state.copy()  # the check changes its copy; the state stays as sent, for the next changes
-    if hasattr(policy, "on_select") and _SELECTED is not None:
-        policy.on_select = _SELECTED.put
-    works = collect_calls(policy, dc, request.now, request.locked)
-    if hasattr(policy, "on_select"):
-        policy.on_select = None
-    return pickle.dumps((policy, works), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 @dataclass
@@ -143,7 +91,6 @@ class Optimizer:
         self.stopping = threading.Event()
         self.status = OptimizerStatus()
         self.context = multiprocessing.get_context("spawn")
-        self.selected: Any = None  # the PMs of each call the worker chose, before it solves
         self.pool: ProcessPoolExecutor | None = None
         self.thread = threading.Thread(target=self._loop, name="origamig-optimizer", daemon=True)
         self.looping = False  # the loop was started (not with --optimizer off, nor in a replay)
@@ -161,12 +108,8 @@ class Optimizer:
         if old is not None:
             _kill_workers(old)
             old.shutdown(wait=False, cancel_futures=True)
-        self.selected = self.context.Queue()
         self.pool = ProcessPoolExecutor(
-            max_workers=1,
-            mp_context=self.context,
-            initializer=_start_worker,
-            initargs=(os.getpid(), self.selected),
+            max_workers=1, mp_context=self.context, initializer=_start_worker, initargs=(os.getpid(),)
         )
         status = self.status
         status.worker_pid = None  # known once the new worker runs (it starts in the background)
@@ -205,22 +148,22 @@ class Optimizer:
 
     def _loop(self) -> None:
         live = self.live
-        due: float | None = None
+        desk = PlanDesk(live)
         while not self.stopping.is_set():
             try:
-                live.expire()  # a plan whose next step waited too long is aborted: its PMs are free
-                with live.lock:
-                    if due is None and not live.runtime.running:
-                        due = live.policy.next_check(live.now())
-                wait = IDLE_POLL_S if due is None else min(max(due - live.now(), 0.0), IDLE_POLL_S)
-                if self.stopping.wait(wait) or due is None or live.now() < due:
-                    continue
-                due = None
-                self.check(live.now())
+                desk.expire()  # plans whose steps waited too long are aborted
+                run_due(live, lambda t, kind: t <= live.now(), live.now, self.check, self._solved_s)
+                head = live.loop.queue.peek_time()
+                wait = IDLE_POLL_S if head is None else min(max(head - live.now(), 0.0), IDLE_POLL_S)
+                self.stopping.wait(wait)
             except Exception as exc:  # reported; the next check comes as usual
                 if not self.stopping.is_set():
                     self._log(f"optimizer check failed: {exc!r}")
                 self.stopping.wait(IDLE_POLL_S)
+
+    def _solved_s(self, work: Work, t: float) -> float:
+        """On the wall clock a call has solved when the worker answered: now."""
+        return self.live.now() - t
 
     def _log(self, line: str) -> None:
         """One line on stderr; the same line again at most once a minute (no log flood)."""
@@ -231,28 +174,25 @@ class Optimizer:
             print(f"origamig serve: {line}", file=sys.stderr, flush=True)
             self._last_logged = (line, now)
 
-    def check(self, now: float, hold: bool = False) -> list[Work]:
-        """One check at time `now`: the worker decides, the live state adopts ([] when a call runs: no
-        check while one does, as in the simulator). `hold`: a replay's calls without a plan keep their
-        PMs for their modeled time and are returned (`Live.adopt`). A worker that died is replaced
-        and the check made once more."""
+    def check(self, now: float) -> list[Work]:
+        """One check at time `now`: the worker decides on a copy, the live state adopts (the returned
+        policy, told what happened meanwhile; its calls started). A worker that died is replaced and
+        the check made once more."""
         live = self.live
         with live.lock:
-            if live.runtime.running:
-                return []
-            policy = pickle.dumps(live.policy)  # small; the state's copy is pickled outside the lock
-            dc, locked = live.dc.copy(), live.locked
+            sent = remote_check.begin(live.runtime, now)
             journal = live.dc.journal()
             read = len(journal)
-            sent = self._sent
-            changed = journal[sent[1] :] if sent is not None and sent[0] is journal else None
-            live.recording = []
+            last = self._sent
+            changed = journal[last[1] :] if last is not None and last[0] is journal else None
+            recording = live.recording = Recording()
         number = next(self._numbers)
 
         def request(whole: bool) -> bytes:
-            if whole or changed is None or sent is None:
+            dc, policy, locked = sent.state, sent.policy, sent.locked
+            if whole or changed is None or last is None:
                 return pickle.dumps(CheckRequest(policy, dc, None, number, now, locked))
-            return pickle.dumps(CheckRequest(policy, dc.changes_on(changed), sent[2], number, now, locked))
+            return pickle.dumps(CheckRequest(policy, dc.changes_on(changed), last[2], number, now, locked))
 
         self.status.state, self.status.solving_since_s = SOLVING, time.time()
         try:
@@ -269,25 +209,26 @@ class Optimizer:
         except BaseException as exc:
             with live.lock:
                 live.recording = None
-                live.runtime.release_solving()
             self._ended(failed=True)
             if isinstance(exc, BrokenProcessPool):
                 self._replace("the optimizer's worker died again")
             raise
         try:
             with live.writing, live.lock:
-                live.runtime.release_solving()
-                return live.adopt(policy, works, now, hold)
+                live.recording = None
+                remote_check.adopt(live.runtime, policy, works, recording, now)
+            return works
         finally:
             self._ended(failed=False)
 
     def _solve(self, payload: bytes) -> bytes:
-        """The worker's answer to one check, the PMs of its calls held meanwhile; a worker still
-        solving after `stuck_after_s` is killed (`CheckTimeout`)."""
+        """The worker's answer to one check; a worker still solving after `stuck_after_s` is killed
+        (`CheckTimeout`)."""
         pool = self.pool if self.pool is not None else self._new_worker()
         future = pool.submit(run_check, payload)
         deadline = time.monotonic() + self.stuck_after_s
-        self._hold_while_solving(future, deadline)
+        while not future.done() and time.monotonic() < deadline and not self.stopping.is_set():
+            time.sleep(POLL_S)
         if not future.done() and self.stopping.is_set():
             raise CheckTimeout("the service is stopping")
         if not future.done():
@@ -302,24 +243,14 @@ class Optimizer:
 
     def _ended(self, failed: bool) -> None:
         status = self.status
+        began = status.solving_since_s
+        EVENTS.emit("check", ok=not failed, duration_s=round(time.time() - began, 3) if began else 0.0,
+                    error=status.last_error if failed else "")  # fmt: skip
         status.checks += 1
         status.failed_checks += failed
         status.last_check_s, status.solving_since_s = time.time(), None
         if status.state == SOLVING:
             status.state = self.resting
-
-    def _hold_while_solving(self, future: Any, deadline: float = math.inf) -> None:
-        """While the worker solves, hold the PMs of each call it chose (arrivals keep off them)."""
-        live = self.live
-        while (not future.done() or not self.selected.empty()) and time.monotonic() < deadline:
-            if self.stopping.is_set():
-                return
-            try:
-                pms = self.selected.get(timeout=SELECT_POLL_S)
-            except queue.Empty:
-                continue
-            with live.lock:
-                live.runtime.hold_solving(frozenset(pms))
 
 
 class CheckTimeout(RuntimeError):

@@ -1,8 +1,10 @@
 """How long the service keeps plans that have ended (docs/service.md#plans): the newest
 `KEEP_ENDED_PLANS` ended plans, in memory and in the state; older ones are dropped from both when a
-plan ends and at start. A running plan is never dropped, nor the newest plan of all (plan ids
-continue from it, so an id is never given twice). `GET /v1/plans/{id}` of a dropped plan is `404`;
-`GET /v1/status` still counts it (the counts of dropped plans are kept in the state).
+plan ends and at start. A running plan is never dropped, nor one whose orphan GIs still hold slices
+(a client confirms them gone through the plan), nor the newest plan of all (plan ids continue from
+it, so an id is never given twice). `GET /v1/plans/{id}` of a dropped plan is `404`, and so is a
+late acknowledgement of one of its steps; `GET /v1/status` still counts it (the counts of dropped
+plans are kept in the state).
 """
 
 from __future__ import annotations
@@ -11,24 +13,27 @@ import json
 from collections.abc import MutableMapping
 from typing import Any
 
-from origamig.serve.plans import LivePlan, PlanStatus, end_counts
+from origamig.runtime.plan_run import PlanRun
+from origamig.serve.plans import end_counts
 from origamig.serve.store import Store, StoreWriteError
 
 KEEP_ENDED_PLANS = 1000
 RETIRED = "retired_plans"  # meta: the counts of the plans dropped, by state and by abort cause
 
 
-def retire_ended_plans(plans: MutableMapping[int, LivePlan], store: Store, keep: int | None = None) -> int:
-    """Drop the ended plans beyond the newest `keep` (`KEEP_ENDED_PLANS`) from `plans` (the live
-    state's, by id) and from `store`; how many were dropped (none when the state cannot take the
-    change: they are dropped at a later end). Call with the live state's lock held (or before it
+def retire_ended_plans(
+    plans: MutableMapping[int, PlanRun], store: Store, keep: int | None = None
+) -> list[int]:
+    """Drop the ended plans beyond the newest `keep` (`KEEP_ENDED_PLANS`) from `plans` (the plan
+    book's, by id) and from `store` (module doc); the ids dropped (none when the state cannot take
+    the change: they are dropped at a later end). Call with the live state's lock held (or before it
     serves)."""
     keep = KEEP_ENDED_PLANS if keep is None else keep
-    ended = sorted(i for i, p in plans.items() if p.status != PlanStatus.RUNNING)
+    ended = sorted(i for i, p in plans.items() if not p.running)
     newest = max(plans, default=None)
-    drop = [i for i in ended[: max(0, len(ended) - keep)] if i != newest]
+    drop = [i for i in ended[: max(0, len(ended) - keep)] if i != newest and not plans[i].orphans]
     if not drop:
-        return 0
+        return []
     states, causes = end_counts(plans[i] for i in drop)
     total = retired_counts(store)
     for group, counts in (("plans", {str(k): n for k, n in states.items()}), ("aborted_causes", causes)):
@@ -39,10 +44,10 @@ def retire_ended_plans(plans: MutableMapping[int, LivePlan], store: Store, keep:
             db.executemany("DELETE FROM plans WHERE id = ?", [(i,) for i in drop])
             db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (RETIRED, json.dumps(total)))
     except StoreWriteError:
-        return 0
+        return []
     for i in drop:
         del plans[i]
-    return len(drop)
+    return drop
 
 
 def retired_counts(store: Store) -> dict[str, dict[str, int]]:

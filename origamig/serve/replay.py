@@ -1,25 +1,36 @@
 """Replay mode (`origamig serve --clock replay`, docs/service.md#replaying-a-request-log): the client
-sets the clock, and the service runs the policy's checks and call ends at the simulated times the
-simulator would — on the simulator's own event queue (`sim/events.py`), so that the same-time order
-is the simulator's: at one instant call ends come before departures and arrivals (the client's), and
-checks after them.
+sets the clock, and the service runs the runtime's events at the simulated times the simulator would
+— on the runtime's own loop and event queue (`runtime/loop.py`, `runtime/events.py`), so that the
+same-time order is the simulator's: at one instant call ends and move ends come before departures
+and arrivals (the client's), and checks after them.
 
-`advance(t)` pops, in that order, every call end at or before t and every check strictly before t
-(a check at t sees the client's arrivals at t, so it runs when the clock next moves past t), and
-stops at a check that makes a plan: the plan's steps are acknowledged by the client at `created_s +
-modeled_s` (the simulator's call end), which ends its call. A check is the one the wall-clock
-optimizer makes — the policy's calls in the worker process — and a call without a plan keeps its
-PMs until its own call end. As in the simulator, after every event with no call running and no
-check queued, the next check is queued at the policy's `next_check`.
+`advance(t)` runs every call end and move end at or before t and every check strictly before t (a
+check at t sees the client's arrivals at t, so it runs when the clock next moves past t). A check is
+the one the wall-clock optimizer makes — the policy's calls in the worker process — and its calls end
+at their modeled time. With `--controller simulated` the service carries out each move's steps at its
+modeled end, as the simulator does; with the platform as controller (the default) the client
+acknowledges them, and `advance` stops after the first event that made plans so that it can.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from origamig.errors import UserError
-from origamig.serve.live import Live
+from origamig.runtime.events import CALL_END, STEP_END
+from origamig.serve.live import SIMULATED, Live
 from origamig.serve.optimizer import Optimizer
-from origamig.serve.plans import LivePlan
-from origamig.sim.events import CALL_END, CHECK, EventQueue
+from origamig.serve.service_loop import run_due
+
+
+@dataclass(frozen=True)
+class Advanced:
+    """Where the clock got to, the plans made on the way, and when the next event of the service is."""
+
+    now: float
+    plans: tuple[int, ...]
+    next_s: float | None
+    started: tuple[tuple[str, float], ...] = ()  # VMs plans started on the way, and when
 
 
 class ReplayClock:
@@ -29,44 +40,33 @@ class ReplayClock:
         self.live = live
         self.optimizer = optimizer
         self.t = 0.0
-        self.queue = EventQueue()  # the checks and the call ends of calls without a plan
-        self.check_due = False
         live.now = lambda: self.t
+        live.started_log = []
 
-    def advance(self, t: float) -> list[LivePlan]:
-        """Move the clock towards `t`: to `t`, or — when a check makes plans — to that check's time,
-        with the plans (their acknowledgements may be due before `t`: the client moves on from there)."""
+    def advance(self, t: float) -> Advanced:
+        """Move the clock towards `t`: to `t`, or — with the platform as controller, when an event made
+        plans — to that event's time (the client acknowledges their steps and moves on from there)."""
         if not t >= self.t:
             raise UserError(f"now: {t!r} is before the clock ({self.t!r}); a replay only moves forward")
         live = self.live
-        with live.writing:
-            while True:
-                self._ask()
-                head = self.queue.peek()
-                if head is None or not (head[0] < t or (head[0] == t and head[1] == CALL_END)):
-                    break
-                when, kind, _, work = self.queue.pop()
-                self.t = max(self.t, when)
-                if kind == CALL_END:
-                    with live.lock:
-                        live.runtime.end_call(work, self.t, apply=False)
-                    continue
-                self.check_due = False
-                before = set(live.plans)
-                for held in self.optimizer.check(self.t, hold=True):
-                    self.queue.push(self.t + held.modeled_s, CALL_END, held)
-                made = [live.plans[i] for i in sorted(set(live.plans) - before)]
-                if made:
-                    return made
-            self.t = t
-        return []
 
-    def _ask(self) -> None:
-        """With no call running and no check queued: queue the policy's next check."""
-        live = self.live
-        if self.check_due or live.runtime.running:
-            return
-        when = live.policy.next_check(self.t)
-        if when is not None:
-            self.queue.push(max(when, self.t), CHECK)
-            self.check_due = True
+        def due(when: float, kind: int) -> bool:
+            return when < t or (when == t and kind in (CALL_END, STEP_END))
+
+        def clock() -> float:
+            return self.t
+
+        def moved(when: float, kind: int) -> bool:
+            if due(when, kind):
+                self.t = max(self.t, when)
+                return True
+            return False
+
+        stop = live.controller != SIMULATED
+        made = run_due(live, moved, clock, self.optimizer.check, lambda work, _: work.modeled_s, stop)
+        if not (made and stop):
+            self.t = t
+        with live.lock:
+            live.loop.settle(self.t)
+            started, live.started_log = tuple(live.started_log or ()), []
+            return Advanced(self.t, tuple(made), live.loop.queue.peek_time(), started)

@@ -9,7 +9,7 @@ snapshot.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +34,7 @@ class EntryContext:
 
     present: tuple[GpuModel, ...]
     catalog: Catalog
+    pin: Callable[[VmSpec], VmSpec] | None = None  # the platform's pin of what it cannot move
 
     @classmethod
     def of(cls, snap: Snapshot) -> EntryContext:
@@ -71,4 +72,4 @@ def read_vm_entry(raw: Any, context: EntryContext, limit: int | None = None) -> 
     vm, problems = read_one_entry(raw, context.present, context.catalog, ENTRY_PATH)
     if vm is None:
         raise RequestError([line.removeprefix(f"{ENTRY_PATH}.") for line in problems])
-    return vm
+    return context.pin(vm) if context.pin is not None else vm

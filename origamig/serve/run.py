@@ -22,7 +22,9 @@ from typing import Any, cast
 from origamig.call.goals import DEFAULT_GOAL
 from origamig.errors import UserError
 from origamig.serve.door import plain_int
+from origamig.serve.live import PLATFORM
 from origamig.serve.opening import DEFAULT_STEP_TIMEOUT_S, open_state
+from origamig.serve.platform import Platform
 from origamig.serve.state_file import STOPPED
 from origamig.serve.stopping import DRAIN_S, StopSignals
 from origamig.serve.store import StateMoved, StoreWriteError
@@ -55,6 +57,10 @@ class ServeConfig:
     intra_pm_moves: bool | None = None  # None: the seed's `intra_pm_moves`
     tls: dict[str, Any] = field(default_factory=dict)  # the ssl_* settings of `tls.tls_options`
     request_timeout_s: float = REQUEST_TIMEOUT_S  # to deliver a whole request (`connections.py`)
+    controller: str = PLATFORM  # who carries out plans' steps: the platform, or `simulated` (docs)
+    platform: Platform | None = None  # None: the seed's `platform` field (`serve/platform.py`)
+    kubeconfig: Path | None = None  # the Kubernetes API of POST /k8s/bind (None: in-cluster, if any)
+    access_log: bool = False  # one JSON line per request (`serve/events_log.py`)
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -114,6 +120,7 @@ def serve(config: ServeConfig) -> None:
     import uvicorn
 
     from origamig.serve.app import build_app
+    from origamig.serve.bind import Binder, kube_api
     from origamig.serve.connections import (
         ACCEPT_BACKLOG,
         connection_cap,
@@ -121,10 +128,14 @@ def serve(config: ServeConfig) -> None:
         raise_open_file_limit,
         service_protocol,
     )
+    from origamig.serve.events_log import EVENTS
+    from origamig.serve.metrics import Metrics
     from origamig.serve.optimizer import Optimizer
+    from origamig.serve.optimizer_off import reject_waiting
     from origamig.serve.replay import ReplayClock
     from origamig.serve.state_watch import StateWatch
 
+    api = kube_api(config.kubeconfig)  # a kubeconfig that cannot be read stops the start here
     stops = StopSignals()  # SIGTERM and SIGINT alike: the cleanup below always runs
     open_files = raise_open_file_limit()  # before the socket and the state take any
     sock = bind(config.host, config.port)  # before any state file is written
@@ -138,6 +149,8 @@ def serve(config: ServeConfig) -> None:
             config.step_timeout_s,
             config.intra_pm_moves,
             holder,
+            config.controller,
+            config.platform,
         )
     except BaseException:
         sock.close()
@@ -149,9 +162,24 @@ def serve(config: ServeConfig) -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
+    if not config.optimizer:
+        try:
+            rejected = reject_waiting(live)
+        except StoreWriteError:  # a full disk: they wait, and are rejected at the next start
+            rejected = []
+        if rejected:
+            shown = ", ".join(rejected[:5]) + (", ..." if len(rejected) > 5 else "")
+            print(
+                f"origamig serve: --optimizer off: {len(rejected)} pending VMs rejected ({shown}): "
+                "nothing would admit them (GET /v1/vms/{id} says why)",
+                file=sys.stderr,
+                flush=True,
+            )
     optimizer = Optimizer(live)
     clock = ReplayClock(live, optimizer) if config.clock == "replay" else None
-    app = build_app(live, config.token, clock, optimizer)
+    metrics = Metrics(live)
+    EVENTS.listeners.append(metrics.on_event)
+    app = build_app(live, config.token, clock, optimizer, Binder(live, api), metrics, config.access_log)
     dc = live.dc
     print(
         f"origamig serve: {scheme}://{config.host}:{config.port} — {len(dc.pms)} PMs, {len(dc.vms)} running, "

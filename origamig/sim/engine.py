@@ -1,16 +1,18 @@
-"""The event loop: drives any policy through its Protocol (`policies/base.py`) over a request stream.
+"""One simulation: a policy driven over a request stream on the simulated clock (docs/simulator.md).
 
-Handlers, one per event kind (same-time order in `events.py`):
-- arrival: `policy.arrive(dc, vm, now, locked)` → `Placed` (placed now, departure scheduled at
-  now + lifetime), `Deferred` (joins `dc.pending`), or `Rejection`.
-- departure: `dc.remove`, then `policy.depart`.
-- check: `policy.work(dc, now, locked)`; a `Work` is a call that runs for its wall time (or modeled
-  time in deterministic mode). The loop asks again at the same time, with the PMs of the calls
-  started so far `locked`, until `work` returns None: calls of one check run side by side on
-  disjoint PMs. While any runs its PMs stay locked and no other check is made.
-- call end: rejects `Work.rejected`, applies `Work.target` (minus VMs that departed meanwhile)
-  if `Work.applied`, schedules the admitted VMs' departures, then `policy.finished`.
-After every event with no call running and no check scheduled, the loop asks `policy.next_check`.
+The life cycle is the runtime's (`runtime/lifecycle.py`) and so is the loop over the clock
+(`runtime/loop.py`); this module pushes the requests' arrivals and their departures on the loop's
+queue, pops every event in order (`runtime/events.py`), and records the metrics as the runtime's
+effects:
+- arrival: `Runtime.arrive` → placed now (its departure at now + lifetime), deferred (waits in the
+  pending queue) or rejected.
+- departure: `Runtime.depart` (its moves go with it).
+- check: the policy's calls, made in this process; each solves for its wall time, or its modeled
+  time in deterministic mode, holding nothing.
+- call end: the call's target is adopted on the state as it is then and its plans start.
+- move end: a simulated controller carries out each move's steps at its modeled end (a migration's
+  copy over the PMs' 12.5 Gbit/s links, GI operations; docs/plans.md#in-time): a VM admitted by a plan
+  starts then (its lifetime too), a migration is counted then.
 
 A run can save itself between two events (`Checkpoint`: every `every_s` wall seconds, atomically) and
 `resume` from that file in another process: the resumed run gives the same results as one that was
@@ -24,7 +26,7 @@ import math
 import os
 import pickle
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,9 +36,12 @@ from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import Placement, PmSpec, VmSpec
 from origamig.judge.check import check, check_counters
 from origamig.policies.base import Policy, Work
-from origamig.policies.runtime import CallEnd, ProtocolError, Runtime
+from origamig.runtime.events import ARRIVAL, CALL_END, DEPARTURE
+from origamig.runtime.lifecycle import CallEnd, ProtocolError, Runtime
+from origamig.runtime.loop import Loop
+from origamig.runtime.migration import MigrationModel, Move
+from origamig.runtime.plan_run import PlanRun
 from origamig.sim.energy import PowerModel
-from origamig.sim.events import ARRIVAL, CALL_END, CHECK, DEPARTURE, EventQueue
 from origamig.sim.metrics import Recorder
 from origamig.sim.workload import Request
 
@@ -97,15 +102,19 @@ class Simulation:
         samples: Sequence[float] = (),
         on_sample: Sampler | None = None,
         initial: Sequence[tuple[Request, Placement]] = (),
+        migration: MigrationModel | None = None,
     ) -> None:
         """`on_sample(t, dc)` is called once per time in `samples` (≤ the end), after every event
         before t and before any event at or after t; it must not change `dc`. `initial` are VMs
-        running at t = 0 (a cluster's state), each leaving when its request's lifetime ends."""
+        running at t = 0 (a cluster's state), each leaving when its request's lifetime ends.
+        `migration`: the rates and times of moves (docs/plans.md#in-time; default: the paper's)."""
         self.dc = DataCenter(pms)
         for req, placement in initial:
             self.dc.place(req.vm, placement)
-        # The policy's life cycle (policies/runtime.py); this simulation is its effects.
-        self.runtime = Runtime(self.dc, policy, self)
+        # The policy's life cycle (runtime/lifecycle.py) and the loop over the simulated clock
+        # (runtime/loop.py), with a simulated controller; this simulation is their effects.
+        self.runtime = Runtime(self.dc, policy, self, migration)
+        self.loop = Loop(self.runtime, simulated_controller=True)
         self.initial = tuple(initial)
         self.samples = sorted(s for s in samples if s <= warmup_s + measure_s) if on_sample else []
         self.on_sample = on_sample
@@ -115,9 +124,7 @@ class Simulation:
         self.deterministic = deterministic
         self.debug_check = debug_check
         self.rec = Recorder(self.dc, power or PowerModel(pms), warmup_s, measure_s)
-        self.queue = EventQueue()
-        self.check_due = False
-        self.idle_check_t = -1.0  # time of the last check that returned no work (loop guard)
+        self.queue = self.loop.queue
         self.pending: dict[str, tuple[Request, float]] = {}  # deferred VM id → (request, arrival)
         self.arriving: Request | None = None  # the request being decided (for the runtime's effects)
         self.events = 0
@@ -130,14 +137,9 @@ class Simulation:
         self.now = 0.0
 
     @property
-    def locked(self) -> frozenset[int]:
-        """The PMs of the calls running."""
-        return self.runtime.locked
-
-    @property
     def running(self) -> list[Work]:
-        """The calls running, in start order."""
-        return self.runtime.running
+        """The calls solving, in start order."""
+        return self.runtime.solving
 
     def run(self, progress: Progress | None = None, checkpoint: Checkpoint | None = None) -> RunResult:
         """Run to the end (from where a resumed run stopped); with `checkpoint`, save every `every_s`.
@@ -178,7 +180,7 @@ class Simulation:
             self.queue.push(req.lifetime_s, DEPARTURE, req.vm.id)
         if self.requests:
             self.queue.push(self.requests[0].arrival_s, ARRIVAL, 0)
-        self._ask(0.0)
+        self._settle(0.0)
 
     def _sample_until(self, t: float) -> None:
         """Show `on_sample` every sample time up to `t`, before the events at `t`."""
@@ -189,25 +191,31 @@ class Simulation:
 
     def _handle(self, kind: int, payload: Any, t: float) -> None:
         """The handler of one event (module docstring)."""
-        if kind == ARRIVAL:
-            reqs = self.requests
-            self._arrive(reqs[payload], t)
-            if payload + 1 < len(reqs):  # arrivals enter the heap one at a time
-                self.queue.push(reqs[payload + 1].arrival_s, ARRIVAL, payload + 1)
-        elif kind == DEPARTURE:
-            self.runtime.depart(payload, t)
-        elif kind == CHECK:
-            self.check_due = False
-            self._check(t)
-        else:
-            self._call_end(payload, t)
+        try:
+            if kind == ARRIVAL:
+                reqs = self.requests
+                self._arrive(reqs[payload], t)
+                if payload + 1 < len(reqs):  # arrivals enter the heap one at a time
+                    self.queue.push(reqs[payload + 1].arrival_s, ARRIVAL, payload + 1)
+            elif kind == DEPARTURE:
+                self.runtime.depart(payload, t)
+            else:
+                self.loop.handle(kind, payload, t, self.runtime.check, self._call_s)
+        except ProtocolError as exc:
+            raise SimulationError(str(exc)) from None
+
+    def _call_s(self, work: Work) -> float:
+        """How long a call solves on the simulated clock: its modeled time in deterministic mode."""
+        return work.modeled_s if self.deterministic else work.wall_s
 
     def _settle(self, t: float) -> None:
-        """After an event: verify the state (`debug_check`), and ask for the next check when idle."""
+        """After an event: verify the state (`debug_check`), and queue the next check when idle."""
         if self.debug_check:
             self._verify(t)
-        if not self.running and not self.check_due:
-            self._ask(t)
+        try:
+            self.loop.settle(t)
+        except ProtocolError as exc:
+            raise SimulationError(str(exc)) from None
 
     def _save_if_due(self, checkpoint: Checkpoint, t: float, started: float, saved: float) -> float:
         """Save the run at `t` when `every_s` wall seconds passed since `saved`; the last save time."""
@@ -269,41 +277,16 @@ class Simulation:
             return None
         sim = cls.__new__(cls)
         sim.__dict__.update(state)
-        sim.runtime.effects = sim  # the runtime is pickled without its effects
+        sim.runtime.bind(sim)  # the runtime is pickled without its effects
         return sim
 
     # --- handlers ------------------------------------------------------------------------------
-    def _ask(self, t: float) -> None:
-        when = self.policy.next_check(t)
-        if when is not None:
-            when = max(when, t)
-            if when <= self.idle_check_t:
-                raise SimulationError(
-                    f"{self.policy.name} asked for another check at t={when} after one that found no work"
-                )
-            self.check_due = True
-            self.queue.push(when, CHECK, None)
-
     def _arrive(self, req: Request, t: float) -> None:
         self.rec.requested_vm(t, req.vm.memory_slices)
         self.arriving = req
-        try:
-            self.runtime.arrive(req.vm, t)
-        except ProtocolError as exc:
-            raise SimulationError(str(exc)) from None
+        self.runtime.arrive(req.vm, t)
 
-    def _check(self, t: float) -> None:
-        try:
-            works = self.runtime.check(t)
-        except ProtocolError as exc:
-            raise SimulationError(str(exc)) from None
-        if not works:
-            self.idle_check_t = t
-
-    def _call_end(self, work: Work, t: float) -> None:
-        self.runtime.end_call(work, t)
-
-    # --- the runtime's effects (policies/runtime.py): metrics and events -------------------------
+    # --- the runtime's effects (runtime/lifecycle.py): metrics and events ------------------------
     def placed(self, vm: VmSpec, placement: Placement, now: float) -> None:
         req = self._arriving()
         self.rec.admitted_vm(now, vm.memory_slices, 0.0)
@@ -317,51 +300,42 @@ class Simulation:
         assert self.arriving is not None, "an effect of an arrival outside `_arrive`"
         return self.arriving
 
-    def departed(self, vm_id: str, placement: Placement, now: float) -> None:
-        self.rec.touch((placement.pm,))
+    def departed(self, vm_id: str, placement: Placement | None, now: float) -> None:
+        if placement is not None:
+            self.rec.touch((placement.pm,))
 
     def call_started(self, work: Work, now: float) -> None:
-        duration = work.modeled_s if self.deterministic else work.wall_s
         self.calls += 1
-        self.rec.call(now, duration)
+        self.rec.call(now, self._call_s(work))
         for key, value in work.phases_s.items():
             self.call_stats[key] = self.call_stats.get(key, 0.0) + value
-        self.queue.push(now + max(duration, 0.0), CALL_END, work)
 
     def call_ended(self, work: Work, end: CallEnd, now: float) -> None:
         for v in end.rejected:
             del self.pending[v]
-        if not work.applied:
-            return
-        moves, gb, touched = self._moves(end)
-        for v in end.admitted:
-            req, arrived = self.pending.pop(v)
-            self.rec.admitted_vm(arrived, req.vm.memory_slices, now - arrived)
-            self.queue.push(now + req.lifetime_s, DEPARTURE, v)
-            touched.add(end.target[v].pm)
-        moves, gb = _reported_moves(work, moves, gb)
-        self.rec.migrated(now, moves, gb)
-        self.rec.touch(sorted(touched))
 
-    def _moves(self, end: CallEnd) -> tuple[int, float, set[int]]:
-        """Migrations of the running VMs a call moved, the GB they copy, and every PM they touch.
+    def move_started(self, plan: PlanRun, move: Move, now: float) -> None:
+        self.loop.move_started(plan, move, now)
 
-        A move between PMs copies the VM's RAM and its GIs' memory; a move inside one PM counts as a
-        migration that copies nothing over the network (as `plan.PlanCost` counts bytes).
-        """
-        dc = self.dc
-        moves, gb = 0, 0.0
-        touched: set[int] = set()
-        for v, new in end.target.items():
-            old = end.previous.get(v)
-            if old is None or old == new:
-                continue
-            vm = dc.vms[v]
-            moves += 1
-            touched.update((old.pm, new.pm))
-            if old.pm != new.pm:
-                gb += vm.ram_mb / 1000 + sum(p.memory_gb for p in vm.gis)
-        return moves, gb, touched
+    def vm_moved(self, plan: PlanRun, move: Move, now: float) -> None:
+        self.rec.migrated(now, 1, move.network_bytes / 1e9)
+
+    def vm_started(self, plan: PlanRun, move: Move, now: float) -> None:
+        assert move.vm is not None
+        req, arrived = self.pending.pop(move.vm)
+        self.rec.admitted_vm(arrived, req.vm.memory_slices, now - arrived, by_plan=True)
+        self.queue.push(now + req.lifetime_s, DEPARTURE, move.vm)
+
+    def move_ended(self, plan: PlanRun, move: Move, now: float) -> None:
+        started = plan.started_s[move.n]
+        if move.inter_pm and started is not None:
+            self.rec.links_busy(started, now, len(move.pms))
+
+    def plan_ended(self, plan: PlanRun, now: float) -> None:
+        self.rec.plan_ended(plan.created_s, now - plan.created_s)
+
+    def touched(self, pms: Iterable[int]) -> None:
+        self.rec.touch(pms)
 
     def _verify(self, t: float) -> None:
         problems = check(self.dc) + check_counters(self.dc)
@@ -380,12 +354,3 @@ def checkpoint_header(path: Path | str) -> dict[str, Any] | None:
     if not isinstance(header, dict) or header.get("format") != CHECKPOINT_FORMAT:
         return None
     return header
-
-
-def _reported_moves(work: Work, moves: int, gb: float) -> tuple[int, float]:
-    """Migrations and GB of an applied call (one definition, see `Work`): every live migration of
-    its plan, parking moves included, and the GB they copy; without a plan, the count derived from
-    the target (`moves`, `gb`)."""
-    if work.plan is None:
-        return moves, gb
-    return work.plan.cost.live_migrations, work.plan.cost.migrated_gb

@@ -17,6 +17,14 @@ Metric names and meanings (shares are fractions 0–1, `None` when undefined):
   of the window (migrations and GB when their plan is applied, calls when they start).
 - `mean_wait_s`: mean time in Q of the admitted requests arriving in the window.
 - `median_call_s`: median simulated duration of the calls started in the window.
+- `plan_duration_s_p50`, `plan_duration_s_p95`: median and 95th percentile of the time from a plan's
+  adoption to its last move's end, over the plans adopted in the window (docs/plans.md#in-time).
+- `link_busy_share`: the share of the window the PMs' migration links carry a move, averaged over
+  the PMs (a move between PMs keeps both links busy).
+- `plan_wait_s`: mean time in Q of the requests arriving in the window that a plan admitted (their
+  start step's end minus their arrival).
+Migrations and GB count when a move's `migrate` step is carried out, a VM admitted by a plan when
+its `start` step is.
 """
 
 from __future__ import annotations
@@ -41,6 +49,10 @@ METRIC_NAMES: tuple[str, ...] = (
     "mean_wait_s",
     "calls_per_hour",
     "median_call_s",
+    "plan_duration_s_p50",
+    "plan_duration_s_p95",
+    "link_busy_share",
+    "plan_wait_s",
 )
 SAMPLE_PERIOD_S = 60.0
 
@@ -68,6 +80,9 @@ class Recorder:
         self.call_times: list[float] = []
         self.migrations = 0
         self.migrated_gb = 0.0
+        self.plan_waits: list[float] = []
+        self.plan_durations: list[float] = []
+        self.link_s = 0.0  # link-seconds a move kept busy, in the window
         self.touch(range(n))
 
     # --- time ----------------------------------------------------------------------------------
@@ -131,11 +146,23 @@ class Recorder:
             self.requested += slices
             self.requested_n += 1
 
-    def admitted_vm(self, arrival_s: float, slices: int, wait_s: float) -> None:
+    def admitted_vm(self, arrival_s: float, slices: int, wait_s: float, by_plan: bool = False) -> None:
         if self.in_window(arrival_s):
             self.admitted += slices
             self.admitted_n += 1
             self.waits.append(wait_s)
+            if by_plan:
+                self.plan_waits.append(wait_s)
+
+    def links_busy(self, start_s: float, end_s: float, links: int) -> None:
+        """`links` migration links carried one move from `start_s` to `end_s`."""
+        lo, hi = max(start_s, self.w0), min(end_s, self.w1)
+        if hi > lo:
+            self.link_s += links * (hi - lo)
+
+    def plan_ended(self, created_s: float, duration_s: float) -> None:
+        if self.in_window(created_s):
+            self.plan_durations.append(duration_s)
 
     def call(self, start_s: float, duration_s: float) -> None:
         if self.in_window(start_s):
@@ -174,4 +201,19 @@ class Recorder:
             "mean_wait_s": statistics.fmean(self.waits) if self.waits else None,
             "calls_per_hour": len(self.call_times) / hours,
             "median_call_s": statistics.median(self.call_times) if self.call_times else None,
+            "plan_duration_s_p50": percentile(self.plan_durations, 50),
+            "plan_duration_s_p95": percentile(self.plan_durations, 95),
+            "link_busy_share": self.link_s / (span * len(self.dc.pms)) if self.dc.pms else None,
+            "plan_wait_s": statistics.fmean(self.plan_waits) if self.plan_waits else None,
         }
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """The q-th percentile of `values`, interpolated between the nearest ranks (None when empty)."""
+    if not values:
+        return None
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q / 100
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)

@@ -83,6 +83,7 @@ class SimConfig:
     policy_options: tuple[tuple[str, Any], ...] = ()
     fleet: Fleet | None = None  # a fleet file's data center and workload (`--fleet`), scaled to `pms`
     snapshot: str | None = None  # start from this cluster state (`--from`): its PMs, VMs and queue
+    migration: tuple[tuple[str, Any], ...] = ()  # the migration model's settings (`--migration`)
 
     @property
     def horizon_s(self) -> float:

@@ -129,6 +129,8 @@ def summarize(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 "pms": setup.get("pms"),
                 "setup": setup,
                 "metrics": metrics,
+                # The plans' duration, median and 95th percentile (means over the seeds), grouped.
+                "plan_duration_s": {q: metrics[f"plan_duration_s_{q}"]["mean"] for q in ("p50", "p95")},
             }
             | _fleet(members[0])
         )

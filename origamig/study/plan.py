@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from origamig.errors import UserError
+from origamig.runtime.migration import MigrationModel
 from origamig.sim.scenario import SimConfig, validate
 from origamig.solver_registry import DEFAULT_BACKEND, backend_names
 from origamig.study.runner import RunSpec
@@ -28,6 +29,7 @@ class RunSetting:
     trace_dir: str | None = None
     debug_check: bool = False
     policy_options: tuple[tuple[str, Any], ...] = ()
+    migration: tuple[tuple[str, Any], ...] = ()
 
     def config(self, load: float) -> SimConfig:
         return SimConfig(
@@ -42,6 +44,7 @@ class RunSetting:
             trace_dir=self.trace_dir,
             debug_check=self.debug_check,
             policy_options=self.policy_options,
+            migration=self.migration,
         )
 
 
@@ -57,6 +60,7 @@ def plan_runs(
         problems.append("--policy: give at least one policy")
     if problems:
         raise UserError(problems)
+    MigrationModel.of(setting.migration)  # a bad setting is refused before any run starts
     configs = [setting.config(load) for load in loads]
     for config in configs:
         validate(config)

@@ -27,6 +27,7 @@ from origamig.call.neighborhood import derived_bounds
 from origamig.cluster.catalog import default_catalog, models_dir
 from origamig.errors import UserError, require_extra
 from origamig.policies import base as policy_base
+from origamig.runtime.migration import MigrationModel
 from origamig.sim.engine import CHECKPOINT_EVERY_S, Checkpoint, Progress, RunResult, Simulation
 from origamig.sim.scenario import SimConfig, build_pms, requests_for, validate, workload_spec
 from origamig.snapshot.document import write_json_atomic
@@ -150,6 +151,7 @@ def new_simulation(spec: RunSpec) -> Simulation:
         config.deterministic,
         config.debug_check,
         initial=initial,
+        migration=MigrationModel.of(config.migration),
     )
 
 

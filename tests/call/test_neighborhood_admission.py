@@ -62,7 +62,8 @@ def literal(dc: DataCenter, queue: list[str], bounds: Bounds, locked: frozenset[
             fit = [j for j in pool if fits_counts(dc, vm, j, empty=True)]
             fit.sort(key=lambda j: (not dc.is_active(j), -dc.free_memory_slices(j), j))
             if not fit:
-                rejected.append(v)
+                if not any(fits_counts(dc, vm, j, empty=True) for j in locked):
+                    rejected.append(v)  # a VM only a locked PM could take waits for it
                 continue
         if take(fit[0], not pending and n == len(rejected)):
             pending.append(v)

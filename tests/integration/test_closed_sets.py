@@ -18,8 +18,8 @@ from origamig.call.decision import Status
 from origamig.call.kinds import CallKind
 from origamig.plan.steps import StepOp
 from origamig.policies.base import CallOutcome
-from origamig.serve.live import ArrivalStatus
-from origamig.serve.plans import AbortCause, PlanStatus, StepStatus
+from origamig.runtime.plan_run import AbortCause, MoveState, PlanStatus, StepStatus
+from origamig.serve.arrivals import ArrivalStatus
 from tests.paths import ROOT
 
 PACKAGE = ROOT / "origamig"
@@ -38,6 +38,7 @@ CLOSED_SETS: tuple[type[StrEnum], ...] = (
     PlanStatus,
     StepStatus,
     AbortCause,
+    MoveState,
     ArrivalStatus,
 )
 

@@ -26,6 +26,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("the package's face: the public API", (PACKAGE_NAME,)),
     ("studies: many runs", ("origamig.study",)),
     ("simulation: one run", ("origamig.sim",)),
+    ("the runtime: a policy's life cycle, plans in time, one loop over a clock", ("origamig.runtime",)),
     ("policies", ("origamig.policies",)),
     ("one call: Algorithm 1, decision, solve", ("origamig.call",)),
     ("plans and the BILP", ("origamig.plan", "origamig.bilp")),

@@ -37,7 +37,7 @@ def test_every_bad_option_is_named_at_once() -> None:
     assert err.value.problems == [
         "m_max: 0 must be a positive integer",
         "rotate: 'yes' must be true or false",
-        "arrival: 'bf' is not one of ff, tc",
+        "arrival: 'bf' is not one of ff, tc, fgd",
     ]
 
 

@@ -6,13 +6,22 @@ A100-40GB profiles (memory slices, starts): 1g.5gb (1, 0–6), 1g.10gb (2, 0,2,4
 
 from __future__ import annotations
 
-import pytest
+import itertools
 
-from origamig.cluster.records import GiSlot, Placement
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import GiSlot, Placement, VmSpec
 from origamig.errors import UserError
+from origamig.judge.check import check_placement
+from origamig.policies.arrival_rule import class_gpus, profile_on
 from origamig.policies.base import Placed, Rejection, make_policy
-from origamig.policies.dra import kube_node_score
+from origamig.policies.dra import backtracking_fit, kube_node_score, publication_order_fit
 from tests.builders import at, datacenter, pm, vm
+from tests.profiles import examples
+from tests.strategies import random_states, vm_specs
 
 
 def test_a_device_goes_to_the_lowest_free_start_not_the_default_placement() -> None:
@@ -77,3 +86,74 @@ def test_a_vm_that_fits_nowhere_is_rejected_and_counted() -> None:
 def test_an_unknown_node_order_is_a_user_error() -> None:
     with pytest.raises(UserError, match="nodes"):
         make_policy("dra", nodes="random")
+
+
+def test_backtracking_admits_where_the_greedy_order_rejects_the_node() -> None:
+    # GPU 0 empty, GPU 1 holds a 1g.5gb at start 0. The claim asks for a 1g.5gb, then a 7g.40gb.
+    held = vm("held", ["1g.5gb"])
+    dc = datacenter([pm("pm0")], [(held, at(0, (1, 0)))])
+    claim = vm("claim", ["1g.5gb", "7g.40gb"])
+    # Greedy: the 1g.5gb takes the first device, GPU 0 start 0; the 7g.40gb then finds no free GPU
+    # (GPU 0 now holds the 1g.5gb, GPU 1 the other VM's): the node is rejected.
+    assert publication_order_fit(dc, 0, claim) is None
+    assert isinstance(make_policy("dra", backtrack=False).arrive(dc, claim, 0.0, frozenset()), Rejection)
+    # Backtracking: every start of GPU 0 leaves the 7g.40gb nowhere, so the 1g.5gb moves on to GPU 1's
+    # first free device (start 1) and the 7g.40gb takes GPU 0 whole.
+    assert backtracking_fit(dc, 0, claim) == at(0, (1, 1), (0, 0))
+    assert make_policy("dra").arrive(dc, claim, 0.0, frozenset()) == Placed(at(0, (1, 1), (0, 0)))
+    assert make_policy("dra", backtrack=True).arrive(dc, claim, 0.0, frozenset()) == Placed(
+        at(0, (1, 1), (0, 0))
+    )
+
+
+def test_backtrack_must_be_a_boolean() -> None:
+    with pytest.raises(UserError, match="backtrack: 'yes' must be true or false"):
+        make_policy("dra", backtrack="yes")
+
+
+def _every_assignment(dc: DataCenter, j: int, vm_: VmSpec) -> list[Placement]:
+    """Every assignment of the VM's GIs to free (GPU, start) devices of PM j, in depth-first order of
+    publication (GPU, then start), by brute force."""
+    gpus = class_gpus(dc, j, vm_.gpu_class)
+    devices = []
+    for prof in vm_.gis:
+        devices.append(
+            [
+                (k, z, p.mask(z))
+                for k in gpus
+                if (p := profile_on(dc.gpu_model(j, k), prof)) is not None
+                for z in sorted(p.starts)
+            ]
+        )
+    found = []
+    for combo in itertools.product(*devices):
+        occ = {k: dc.occupancy(j, k) for k in gpus}
+        ok = True
+        for k, _, mask in combo:
+            if occ[k] & mask:
+                ok = False
+                break
+            occ[k] |= mask
+        if ok:
+            found.append(Placement(j, tuple(GiSlot(k, z) for k, z, _ in combo)))
+    return found
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(dc=random_states(), new=vm_specs(vm_id="new", max_gis=4), nodes=st.sampled_from(["kube", "first"]))
+def test_backtracking_admits_whenever_greedy_does_and_places_validly(dc, new, nodes):
+    for j in range(len(dc.pms)):
+        if not new.gis or not class_gpus(dc, j, new.gpu_class):
+            continue
+        greedy, deep = publication_order_fit(dc, j, new), backtracking_fit(dc, j, new)
+        every = _every_assignment(dc, j, new)
+        # The first complete assignment in depth-first publication order, None when there is none;
+        # where the greedy order places the VM it is that very placement.
+        assert deep == (every[0] if every else None)
+        assert greedy is None or deep == greedy
+    greedy_answer = make_policy("dra", nodes=nodes, backtrack=False).arrive(dc, new, 0.0, frozenset())
+    answer = make_policy("dra", nodes=nodes).arrive(dc, new, 0.0, frozenset())
+    assert isinstance(answer, Placed) or not isinstance(greedy_answer, Placed)
+    if isinstance(answer, Placed):
+        after = {**dc.placement, new.id: answer.placement}
+        assert check_placement(dc.pms, {**dc.vms, new.id: new}, after) == []

@@ -138,13 +138,14 @@ def test_defragmenting_one_gpu_admits_a_vm_that_fit_nowhere() -> None:
     counts = grmu.counters()
     assert counts["deferred_defrag"] == 1 and counts["admitted"] == 1
     assert counts["migrations"] == counts["migrations_admission"] == 1
-    assert grmu.next_check(NOW) is None  # nothing waits, no periodic consolidation by default
+    assert grmu.next_check(NOW) == 900.0  # nothing waits: the first periodic consolidation is next
+    assert Grmu(consolidate=False).next_check(NOW) is None  # arrival stages only: no periodic work
 
 
 def test_a_check_starts_one_call_even_when_the_call_holds_no_pm() -> None:
     dc = _four_singles()
     new = vm("new", ["2g.10gb"])
-    grmu = Grmu()
+    grmu = Grmu(consolidate=False)
     assert isinstance(grmu.arrive(dc, new, NOW, frozenset()), Deferred)
     dc.add_pending(new)
     for z in (1, 3, 5):  # the GPU fills up meanwhile: one free slice is left, no repack can help
@@ -279,7 +280,7 @@ def test_periodic_consolidation_empties_a_gpu_and_a_pm_within_the_baskets() -> N
         [pm("pm0"), pm("pm1"), pm("pm2")],
         [(large, at(0, (0, 0))), (a, at(1, (0, 0))), (b, at(2, (0, 6)))],
     )
-    grmu = Grmu(consolidate=True, period_s=600)
+    grmu = Grmu(period_s=600)  # consolidation is on by default
     assert grmu.next_check(NOW) == 600 and grmu.work(dc, NOW) is None
     # Least used first: pm2 GPU 0 (b, 1 slice). b cannot open pm2's idle GPU 1, nor join the large
     # GPU of pm0 (slices 4–7 free: where first fit would put it); it joins a on pm1's small GPU.
@@ -358,9 +359,10 @@ events = st.lists(
 )
 OPTIONS = [
     {},
-    {"consolidate": True, "period_s": 60},
-    {"large_quota": 0.5, "consolidate": True, "period_s": 60},
-    {"small_quota": 0.5},
+    {"consolidate": False},
+    {"period_s": 60},
+    {"large_quota": 0.5, "period_s": 60},
+    {"small_quota": 0.5, "consolidate": False},
 ]
 
 
@@ -449,7 +451,7 @@ def test_a_deferred_vm_is_admitted_by_moves_of_one_gpu(dc: DataCenter, new: VmSp
         assert any(set(dc.gis_on(*g).values()) <= {("new", n) for n in range(len(new.gis))} for g in sources)
 
 
-@pytest.mark.parametrize("options", [(), (("consolidate", True),)])
+@pytest.mark.parametrize("options", [(), (("consolidate", False),)])
 def test_a_short_simulation_stays_valid_and_counts_its_migrations(options) -> None:
     # "grmu" is registered by the import of `Grmu` above. 8 PMs at load 1.2 for 10 h, every state
     # checked by the engine (`debug_check`), measured from t = 0 so that the run's migration metric
@@ -469,7 +471,7 @@ def test_a_short_simulation_stays_valid_and_counts_its_migrations(options) -> No
     assert counts["admitted"] + counts["rejected"] <= result.requests
     live = counts["migrations"] + counts["parking_moves"]
     assert live == round(result.metrics["migrations_per_hour"] * 10)
-    if options:
+    if not options:  # the default: periodic consolidation
         assert counts["migrations_consolidation"] > 0 and counts["vacated_gpus"] > 0
     else:
         assert counts["consolidations"] == 0 and counts["migrations"] == counts["migrations_admission"] > 0

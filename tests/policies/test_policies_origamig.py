@@ -579,3 +579,23 @@ def test_calls_per_step_is_checked():
         make_policy("origamig", solve_workers=0)
     with pytest.raises(UserError, match="calls_per_step: 2 cannot be combined with grow_to or rotate"):
         make_policy("origamig", calls_per_step=2, rotate=True)
+
+
+def test_call_time_scale_multiplies_each_call_s_modeled_time_and_nothing_else():
+    # The same call on the same state, deterministic (100 B&B nodes): the scaled one lasts 7 times
+    # as long and decides the same.
+    outcomes = []
+    for scale in (1.0, 7.0):
+        dc = consolidation_state()
+        policy = make_policy(
+            "origamig", solver="highs", threads=1, deterministic=True, work_limit=100, call_time_scale=scale
+        )
+        work = policy.work(dc, 10.0)
+        assert work is not None and work.applied
+        outcomes.append(work)
+    plain, scaled = outcomes
+    assert plain.modeled_s > 0 and scaled.modeled_s == pytest.approx(7 * plain.modeled_s)
+    assert (scaled.target, scaled.call) == (plain.target, plain.call)
+    for bad in ({"call_time_scale": 0}, {"call_time_scale": 2.0, "deterministic": False}):
+        with pytest.raises(UserError, match="call_time_scale"):
+            make_policy("origamig", **bad)

@@ -27,8 +27,10 @@ POLICIES = [
     ("mfi", {}),
     ("dra", {}),
     ("dra", {"nodes": "first"}),
+    ("dra", {"backtrack": False}),
     ("fgd", {}),
     ("fgd", {"ratio": 1.0}),
+    ("fgd", {"ratio": 1.0, "arrival": "tc"}),
     ("tc", {}),
     ("tc", {"tc_rule": "literal"}),
 ]

@@ -1,11 +1,13 @@
-"""Parity: a request log replayed through the HTTP API (`--clock replay`, a deterministic optimizer)
-gives the same placements, pending queues, calls and plans as the simulator on the same log.
+"""Parity: a request log replayed through the HTTP API (`--clock replay`, a deterministic optimizer,
+`--controller simulated`) gives the same placements, pending queues, calls and plans as the simulator
+on the same log — one runtime drives both (docs/design.md#runtime).
 
 The simulator runs the log through `sim/engine.py` exactly as `origamig simulate --requests LOG
 --from SNAPSHOT -o deterministic=true ...` does (the same reader, PMs and policy options). The
-replay drives the service with the engine's event order: call ends, departures, arrivals, and the
-service's own checks in between (`POST /v1/clock`); each plan is acknowledged step by step at its
-call end (`created_s + modeled_s`). Both sides are sampled at the same instants.
+replay drives the service with the engine's event order: departures and arrivals at their times
+(`POST /v1/clock` first: the service runs its own call ends, move ends and checks up to then, its
+simulated controller carrying out each move at its modeled end); a VM a plan starts leaves a lifetime
+after its start, as the clock's answer tells. Both sides are sampled at the same instants.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 import pytest
 
 from origamig.cluster.catalog import default_catalog
-from origamig.policies.base import Work, make_policy
+from origamig.policies.base import make_policy
 from origamig.sim.engine import Simulation
 from origamig.sim.requests_file import read_requests
 from origamig.sim.start import start_pms
@@ -42,7 +44,7 @@ PROFILES = ("1g.5gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb")
 REQUESTS = 200
 SAMPLES = [7.3 + 23.0 * k for k in range(90)]  # off the 10-s check grid
 END_S = 2100.0
-SAMPLE, CALL_END, DEPARTURE, ARRIVAL = -1, 0, 1, 2  # same-time order of sim/events.py (samples first)
+SAMPLE, DEPARTURE, ARRIVAL = -1, 2, 3  # same-time order of runtime/events.py (samples first)
 
 
 def write_inputs(tmp: Path, seed: int) -> tuple[Path, Path]:
@@ -71,46 +73,25 @@ def write_inputs(tmp: Path, seed: int) -> tuple[Path, Path]:
     return snap_path, log
 
 
-class Recording:
-    """The policy, with the applied calls' plans recorded as the simulator ends them."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.plans: list[tuple[str, list[dict]]] = []
-
-    def arrive(self, *a: Any) -> Any:
-        return self.inner.arrive(*a)
-
-    def depart(self, *a: Any) -> None:
-        self.inner.depart(*a)
-
-    def next_check(self, now: float) -> float | None:
-        return self.inner.next_check(now)
-
-    def work(self, *a: Any) -> Work | None:
-        return self.inner.work(*a)
-
-    def finished(self, dc: Any, work: Work, now: float) -> None:
-        if work.applied and work.plan is not None and work.plan.steps:
-            self.plans.append((work.kind, [s.to_dict() for s in work.plan.steps]))
-        self.inner.finished(dc, work, now)
-
-    def counters(self) -> dict[str, float]:
-        return self.inner.counters()
-
-
 def simulated(snap: Path, log: Path) -> tuple[dict[float, Any], list]:
     pms = start_pms(str(snap))
     requests = read_requests(log, default_catalog())
-    policy = Recording(make_policy("origamig", **OPTIONS))
+    policy = make_policy("origamig", **OPTIONS)
     seen: dict[float, Any] = {}
 
     def sample(t: float, dc: Any) -> None:
-        seen[t] = (placement_json(dc.pms, dc.placement), list(dc.pending))
+        seen[t] = (placement_json(dc.pms, dc.placement), pending(dc, sim))
 
-    Simulation(pms, requests, policy, 0.0, END_S, deterministic=True, samples=SAMPLES, on_sample=sample).run()
-    return seen, policy.plans
+    sim = Simulation(pms, requests, policy, 0.0, END_S, deterministic=True, samples=SAMPLES, on_sample=sample)
+    sim.run()
+    plans = [(p.kind, [s.to_dict() for s in p.steps], p.created_s) for p in sim.runtime.plans.plans.values()]
+    return seen, plans
+
+
+def pending(dc: Any, sim: Simulation) -> list[str]:
+    """The VMs that wait, in arrival order: in the queue, or in a plan that is to start them."""
+    reserved = {v for p in sim.runtime.plans.running() for v in p.reserved}
+    return [v for v in sim.pending if v in dc.pending or v in reserved]
 
 
 def replayed(srv: Server, log: Path) -> tuple[dict[float, Any], list]:
@@ -124,13 +105,12 @@ def replayed(srv: Server, log: Path) -> tuple[dict[float, Any], list]:
     seen: dict[float, Any] = {}
     with srv.client() as c:
         while heap:
-            t, kind, _, payload = heap[0]
+            t, kind, _, payload = heapq.heappop(heap)
             moved = c.post("/v1/clock", json={"now": t}).json()
-            for plan in moved["plans"]:  # a check before t made a plan: its call end may come first
-                heapq.heappush(heap, (plan["created_s"] + plan["modeled_s"], CALL_END, next(counter), plan))
-            if moved["plans"]:
-                continue
-            heapq.heappop(heap)
+            assert moved["now"] == t
+            for started in moved["started"]:  # a VM a plan started lives from its start
+                v = started["vm"]
+                heapq.heappush(heap, (started["t"] + requests[v].lifetime_s, DEPARTURE, next(counter), v))
             if kind == SAMPLE:
                 doc = c.get("/v1/snapshot").json()
                 placed = {v["id"]: v["placement"] for v in doc["vms"] if "placement" in v}
@@ -147,19 +127,13 @@ def replayed(srv: Server, log: Path) -> tuple[dict[float, Any], list]:
                     heapq.heappush(
                         heap, (t + requests[payload].lifetime_s, DEPARTURE, next(counter), payload)
                     )
-            elif kind == DEPARTURE:
-                assert c.delete(f"/v1/vms/{payload}").status_code == 204
             else:
-                for n in range(len(payload["steps"])):
-                    r = c.post(f"/v1/plans/{payload['id']}/steps/{n}", json={"result": "done"})
-                    assert r.status_code == 200, r.text
-                for v in payload["admitted"]:
-                    heapq.heappush(heap, (t + requests[v].lifetime_s, DEPARTURE, next(counter), v))
+                assert c.delete(f"/v1/vms/{payload}").status_code == 204
         plans = c.get("/v1/plans").json()["plans"]
-    assert all(p["status"] == "done" for p in plans)
     strip = ("n", "status")
     return seen, [
-        (p["kind"], [{k: v for k, v in s.items() if k not in strip} for s in p["steps"]]) for p in plans
+        (p["kind"], [{k: v for k, v in s.items() if k not in strip} for s in p["steps"]], p["created_s"])
+        for p in plans
     ]
 
 
@@ -168,9 +142,11 @@ def test_a_replayed_log_matches_the_simulator(tmp_path: Path) -> None:
     snap, log = write_inputs(tmp_path, 7)
     sim_seen, sim_plans = simulated(snap, log)
     options = [f"{k}={json.dumps(v)}" for k, v in OPTIONS.items()]
-    with Server(tmp_path, seed=snap, options=options, extra=["--clock", "replay"]) as srv:
+    extra = ["--clock", "replay", "--controller", "simulated"]
+    with Server(tmp_path, seed=snap, options=options, extra=extra) as srv:
         api_seen, api_plans = replayed(srv, log)
     assert sim_plans, "the log must make the optimizer act"
     for t in SAMPLES:
         assert api_seen[t] == sim_seen[t], t
-    assert api_plans == sim_plans
+    made = [p for p in sim_plans if p[2] <= SAMPLES[-1]]  # the replay's clock stops at its last sample
+    assert api_plans == made

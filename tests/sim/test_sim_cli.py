@@ -16,7 +16,7 @@ from origamig.study.seeds import parse_seeds
 DOCUMENTED_METRIC_NAMES = (  # docs/simulator.md#metrics, verbatim
     "acceptance", "active_pms", "active_gpus", "packing_density", "energy_mwh", "energy_kwh_per_gpu_hour",
     "switch_ons_per_hour", "migrations_per_hour", "migrated_gb_per_hour", "mean_wait_s", "calls_per_hour",
-    "median_call_s",
+    "median_call_s", "plan_duration_s_p50", "plan_duration_s_p95", "link_busy_share", "plan_wait_s",
 )  # fmt: skip
 QUICK = ["--pms", "16", "--warmup", "6h", "--measure", "6h"]
 

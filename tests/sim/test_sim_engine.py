@@ -147,8 +147,14 @@ def test_switch_on_is_sampled_once_a_minute() -> None:
     )  # only the first switch-on (sample at 60 s)
 
 
+# A move of a 7g.40gb inside one PM: its 40 GB of GPU memory copied at 12.5 Gbit/s (25.6 s), one GI
+# created and one destroyed (1 s each, models/gpus/A100-40GB.toml).
+INTRA_7G_S = 40e9 * 8 / 12.5e9 + 2.0
+
+
 def test_migration_and_call_accounting() -> None:
-    # b (7g.40gb) runs on GPU 1 from 2 h; a call at 4 h moves it to GPU 0 and takes 30 s (modeled).
+    # b (7g.40gb) runs on GPU 1 from 2 h; a call at 4 h solves for 30 s (modeled), then its plan moves
+    # b to GPU 0, which the move holds (busy) while it runs.
     reqs = [Request(vm("b", "7g.40gb"), 2 * H, 10 * H)]
 
     def move(dc: DataCenter) -> Work:
@@ -160,10 +166,13 @@ def test_migration_and_call_accounting() -> None:
     assert m["migrations_per_hour"] == pytest.approx(1 / 4)
     assert m["migrated_gb_per_hour"] == 0  # a move inside a PM copies nothing over the network
     assert m["calls_per_hour"] == pytest.approx(1 / 4) and m["median_call_s"] == pytest.approx(30.0)
-    assert policy.finished_at == [4 * H + 30]
-    assert sim.dc.placement["b"] == at(0)
-    # Moving a whole GPU's GI between the PM's two GPUs leaves the power unchanged.
-    assert m["energy_mwh"] == pytest.approx((265.45 + 250 + 50) * 3 / 1e6)
+    assert policy.finished_at == [4 * H + 30]  # the call ends with its solve; its plan runs after
+    assert sim.dc.placement["b"] == at(0) and not sim.dc.holds
+    assert m["plan_duration_s_p50"] == pytest.approx(INTRA_7G_S)
+    assert m["link_busy_share"] == 0  # no copy over the network
+    # While the move runs, both GPUs are busy (GPU 0 held at 250 W instead of 50 W idle).
+    held_wh = 200 * INTRA_7G_S / 3600
+    assert m["energy_mwh"] == pytest.approx(((265.45 + 250 + 50) * 3 + held_wh) / 1e6)
 
 
 def test_wall_time_is_used_outside_deterministic_mode() -> None:
@@ -179,7 +188,8 @@ def test_wall_time_is_used_outside_deterministic_mode() -> None:
 
 def test_deferred_request_waits_for_its_admission_call() -> None:
     # d arrives at 3.5 h (a multiple of 10 s); the check at the same instant runs after the arrival
-    # (events.py order) and admits it after a 5-s call: wait 5 s, lifetime starts at admission.
+    # (events.py order) and admits it after a 5-s call and a 1-s start (its GI created): wait 6 s,
+    # lifetime starts at admission.
     reqs = [Request(vm("d", "1g.5gb"), 3.5 * H, 1 * H)]
 
     def admit(dc: DataCenter) -> Work:
@@ -188,9 +198,10 @@ def test_deferred_request_waits_for_its_admission_call() -> None:
 
     policy = Scripted({"d": "defer"}, {3.5 * H: admit})
     _, res = run(reqs, policy, deterministic=True)
-    assert res.metrics["mean_wait_s"] == pytest.approx(5.0)
+    assert res.metrics["mean_wait_s"] == pytest.approx(6.0)
+    assert res.metrics["plan_wait_s"] == pytest.approx(6.0)
     assert res.metrics["acceptance"] == 1.0
-    assert policy.departed == [("d", 3.5 * H + 5 + 1 * H)]
+    assert policy.departed == [("d", 3.5 * H + 6 + 1 * H)]
 
 
 def test_rejected_pending_and_departure_during_a_call() -> None:
@@ -207,14 +218,16 @@ def test_rejected_pending_and_departure_during_a_call() -> None:
     assert not sim.dc.pending and not sim.dc.vms
 
 
-def test_placing_on_a_locked_pm_is_an_error() -> None:
+def test_a_call_solving_holds_nothing() -> None:
+    # A call solves from 1 h to 1.5 h on PM 0: g arrives meanwhile and goes to PM 0 all the same.
     reqs = [Request(vm("a", "1g.5gb"), 1.0 * H, H), Request(vm("g", "1g.5gb"), 1.1 * H, H)]
 
     def call(dc: DataCenter) -> Work:
         return Work("consolidation", frozenset({0}), {}, modeled_s=0.5 * H)
 
-    with pytest.raises(SimulationError, match="locked"):
-        run(reqs, Scripted({"a": at(0), "g": at(1)}, {1.0 * H: call}), deterministic=True)
+    policy = Scripted({"a": at(0), "g": at(1)}, {1.0 * H: call})
+    run(reqs, policy, deterministic=True)
+    assert policy.finished_at == [1.5 * H]
 
 
 def two_pms() -> list[PmSpec]:
@@ -281,7 +294,10 @@ def test_migration_between_pms_copies_ram_and_gi_memory() -> None:
     policy = Scripted({"b": at(0)}, {2 * H: move})
     sim = Simulation(pms, reqs, policy, 1 * H, 4 * H, deterministic=True, debug_check=True)
     m = sim.run().metrics
+    move_s = 152e9 * 8 / 12.5e9 + 2.0  # the copy over both links, one GI created and one destroyed
     assert m["migrations_per_hour"] == pytest.approx(1 / 4)
     assert m["migrated_gb_per_hour"] == pytest.approx(152 / 4)
-    assert m["active_pms"] == pytest.approx(3.5 / 4)  # one PM from 1.5 h on (the move is atomic)
+    # One PM from 1.5 h on, two while the move runs: pm1 is on from its start (the move holds it).
+    assert m["active_pms"] == pytest.approx((3.5 * H + move_s) / (4 * H))
     assert m["switch_ons_per_hour"] == pytest.approx(2 / 4)  # pm0 at 1.5 h, pm1 at 2 h + 60 s
+    assert m["link_busy_share"] == pytest.approx(2 * move_s / (2 * 4 * H))  # both PMs' links

@@ -58,6 +58,7 @@ except ImportError:  # not on Windows
     resource = None  # type: ignore[assignment]
 
 from origamig.bilp.backends import base
+from origamig.bilp.backends.solver_host import READY
 
 if TYPE_CHECKING:
     from origamig.bilp.compile import Compiled
@@ -195,7 +196,7 @@ def _start_host(backend_name: str) -> _Host:
 def _await_ready(host: _Host) -> None:
     """Wait until `host` says it is ready; `OSError` (and the helper ended) if it does not."""
     try:
-        ready = host.receive.poll(START_TIMEOUT_S) and host.receive.recv() == "ready"
+        ready = host.receive.poll(START_TIMEOUT_S) and host.receive.recv() == READY
     except (EOFError, OSError):
         ready = False
     if not ready:

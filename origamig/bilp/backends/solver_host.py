@@ -23,6 +23,7 @@ from typing import Any
 
 from origamig.bilp.backends import base
 
+READY = "ready"  # what the helper says once its solver is imported
 SEND_MARGIN_S = 0.1  # a limited solve stops this long before the deadline, to send its answer in time
 ORPHAN_CHECK_S = 1.0  # how often the process checks that its parent is still alive
 
@@ -59,7 +60,7 @@ def serve(parent: int, backend_name: str) -> None:
 
     base.get_backend(backend_name).available()  # imports the vendor package
     try:
-        send.send("ready")
+        send.send(READY)
         while True:
             send.send(answer(receive.recv()))
     except (EOFError, BrokenPipeError):  # the caller closed the pipes or exited

@@ -25,6 +25,7 @@ class Arrival(StrEnum):
 
     FF = "ff"  # first fit, the paper's rule
     TC = "tc"  # TC's best fit by joint GPU utilization (the default: fewer PMs and migrations)
+    FGD = "fgd"  # FGD's steepest descent of fragmentation (a hybrid: FGD's rule with OrigaMIG's calls)
 
 
 DEFAULT_ARRIVAL = Arrival.TC.value  # a plain string: it is written into stored sweep options
@@ -75,6 +76,7 @@ class OrigaMIGOptions:
     goal: Goal = Goal.PAPER  # the weights each call decides with (docs/solving.md#goals); serve: balanced
     gpu_order: bool = False  # number a started or moved VM's GIs in GPU order (serve: on; see decide)
     primal: bool = False  # the fast primal answer as each call's start (serve: on; bilp/primal.py)
+    call_time_scale: float = 1.0  # each call lasts its modeled time × this (deterministic runs only)
 
     def __post_init__(self) -> None:
         problems = _problems(self)
@@ -137,6 +139,12 @@ def _problems(o: OrigaMIGOptions) -> list[str]:
         number(o.check_interval_s) and o.check_interval_s > 0, "check_interval_s", "must be a positive number"
     )
     need(o.delta is None or (number(o.delta) and o.delta >= 0), "delta", "must be a number ≥ 0 or null")
+    need(number(o.call_time_scale) and o.call_time_scale > 0, "call_time_scale", "must be a positive number")
+    need(
+        o.call_time_scale == 1 or o.deterministic is True,
+        "call_time_scale",
+        "scales modeled call times, which only a deterministic run takes (deterministic=true)",
+    )
     for key in _BOOLEAN:
         need(isinstance(getattr(o, key), bool), key, "must be true or false")
     need(o.grow_to is None or (integer(o.grow_to) and (not integer(o.m_max) or o.grow_to >= o.m_max)),

@@ -1,13 +1,15 @@
 """OrigaMIG (paper §5): a greedy arrival rule, triggers, Algorithm 1 and restricted BILP calls.
 
-Rule: an arriving VM goes where TC's best-fit rule puts it (`arrival="tc"`, the default) or where
+Rule: an arriving VM goes where TC's best-fit rule puts it (`arrival="tc"`, the default), where
 first fit does (`arrival="ff"`, the paper's rule: first PM in data-center order with the CPU/RAM,
-each GI largest first on the lowest GPU of its class where the default GI placement finds a start);
-otherwise it joins the pending queue Q. Every `check_interval_s` (10 s), if no call is running:
-an admission call when Q is non-empty, else a consolidation call for the first class whose gap
-Γ_h ≥ θ (O(1) counters); with `calls_per_step` > 1, further consolidation calls beside it on PMs no
-call of the check holds. A call selects its neighborhood with Algorithm 1 (or at random), solves the
-restricted BILP, plans the migrations, and applies only a strictly better plan (`call/decision.py`).
+each GI largest first on the lowest GPU of its class where the default GI placement finds a start)
+or where FGD's rule does (`arrival="fgd"`, its typical VMs read from the arrivals so far: FGD's
+placement with OrigaMIG's calls); otherwise it joins the pending queue Q. Every `check_interval_s`
+(10 s), if no call is running: an admission call when Q is non-empty, else a consolidation call for
+the first class whose gap Γ_h ≥ θ (O(1) counters); with `calls_per_step` > 1, further consolidation
+calls beside it on PMs no call of the check holds. A call selects its neighborhood with Algorithm 1
+(or at random), solves the restricted BILP, plans the migrations, and applies only a strictly better
+plan (`call/decision.py`).
 Complexity: an arrival is one pass over the PMs O(|M|·|K|); a check is O(#classes); a call is one pass
 over the PMs plus a bounded BILP. Ties: lowest PM, GPU and start, oldest pending VM first.
 """
@@ -50,6 +52,7 @@ from origamig.policies.base import (
     Work,
     register,
 )
+from origamig.policies.fgd import FgdRule
 from origamig.policies.optimizer.options import (
     DEFAULT_ARRIVAL,  # noqa: F401 — sweeps import it from here
     Arrival,
@@ -91,6 +94,7 @@ class OrigaMIG:
         self.check_interval_s = o.check_interval_s
         self.consolidation = o.consolidation
         self.arrival = o.arrival
+        self.fgd_rule = FgdRule() if o.arrival is Arrival.FGD else None  # FGD's rule and its typical VMs
         # Rotating consolidation (an extension): a call that changes nothing marks its PMs visited
         # and the next call of the class takes receivers not visited yet; the class is silenced
         # only when no unvisited receiver is left. Any applied change or departure starts over.
@@ -141,11 +145,13 @@ class OrigaMIG:
     # --- arrivals and departures ----------------------------------------------------------------
     def arrive(self, dc: DataCenter, vm: VmSpec, now: float, locked: frozenset[int]) -> ArrivalDecision:
         self._vm_class[vm.id] = vm.gpu_class
-        fit = (
-            first_fit(dc, vm, locked)
-            if self.arrival is Arrival.FF
-            else choose_pm(dc, vm, locked, tc_fit_on_pm)
-        )
+        if self.fgd_rule is not None:
+            self.fgd_rule.observe(vm)
+            fit = self.fgd_rule.place(dc, vm, locked)
+        elif self.arrival is Arrival.FF:
+            fit = first_fit(dc, vm, locked)
+        else:
+            fit = choose_pm(dc, vm, locked, tc_fit_on_pm)
         if not isinstance(fit, Rejection):
             return Placed(fit)
         if self.admission_calls:
@@ -215,9 +221,9 @@ class OrigaMIG:
                 return Work(CallKind.ADMISSION, frozenset(), {}, rejected=tuple(dc.pending), applied=False)
             queue = list(dc.pending)
             if self.random is not None:
-                nb = select_random(dc, self.random, self.bounds, queue=queue)
+                nb = select_random(dc, self.random, self.bounds, queue=queue, locked=locked)
             else:
-                nb = select_admission(dc, queue, self.bounds)
+                nb = select_admission(dc, queue, self.bounds, locked)
             return self._choose(dc, nb, time.perf_counter() - t0)
         if not self.consolidation_calls:
             return None
@@ -312,6 +318,8 @@ class OrigaMIG:
         """`work`, the outcome of the call chosen on `dc` at the check at `now`, counted (and
         remembered when proved unchanged); `on_call` is told."""
         nb = chosen.nb
+        if chosen.job is not None and self.options.call_time_scale != 1:  # a reused outcome is scaled
+            work = replace(work, modeled_s=work.modeled_s * self.options.call_time_scale)
         if self.on_call is not None:
             self.on_call(dc, nb, work, now)
         if chosen.job is not None and chosen.key is not None and _proved_unchanged(work):

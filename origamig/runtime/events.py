@@ -1,14 +1,17 @@
-"""The event heap: timestamped events keyed on (time, kind priority, counter).
+"""The event heap of every clock (simulated, a replay's, the wall's): timestamped events keyed on
+(time, kind priority, counter).
 
 Same-time order, written once here: at equal times events run in the order of their kind's
 priority, and events of one kind in the order they were pushed (the counter).
 
-1. `CALL_END`  — a running call's plan is applied first, so its PMs are unlocked for what follows.
-2. `DEPARTURE` — departures free resources before arrivals at the same instant need them.
-3. `ARRIVAL`   — a new request meets the state left by the departures.
-4. `CHECK`     — the policy's periodic check (OrigaMIG's 10-s check, TC's compaction timer) sees
+1. `CALL_END`  — a call's solve ends: its plan is adopted (its moves may start at once).
+2. `STEP_END`  — a move of a plan ends (the controller acknowledged its steps): its VM is at its
+   destination and what it held at the source is free before departures and arrivals look.
+3. `DEPARTURE` — departures free resources before arrivals at the same instant need them.
+4. `ARRIVAL`   — a new request meets the state left by the departures and the moves.
+5. `CHECK`     — the policy's periodic check (OrigaMIG's 10-s check, TC's compaction timer) sees
    the arrivals of that instant (a request deferred at t can be admitted by a call started at t).
-5. `SAMPLE`    — a metric sample observes the state after every other event of its instant.
+6. `SAMPLE`    — a metric sample observes the state after every other event of its instant.
 
 Samples are not pushed on the heap: the metric recorder takes them lazily (before an event at
 time t it takes every sample at a time < t), which gives exactly the order above at O(1) cost.
@@ -22,10 +25,11 @@ import heapq
 from typing import Any
 
 CALL_END = 0
-DEPARTURE = 1
-ARRIVAL = 2
-CHECK = 3
-SAMPLE = 4
+STEP_END = 1
+DEPARTURE = 2
+ARRIVAL = 3
+CHECK = 4
+SAMPLE = 5
 
 
 class EventQueue:
