@@ -65,6 +65,8 @@ def with_value(doc: dict, path: tuple[Any, ...], value: Any) -> dict:
 
 CONTAINER = ("Pod", "spec", "containers", 0)
 RESOURCES = (*CONTAINER, "resources")
+OWNERS = ("Pod", "metadata", "ownerReferences")  # a virt-launcher pod's: its VMI names the VM
+VMI = "VirtualMachineInstance"
 # A pod kube-scheduler could never send, and what the answer names: each was a 500 or passed every node.
 MALFORMED = [
     ((*RESOURCES, "limits", MIG), "1e400", f"resources.limits.{MIG}: '1e400' is out of range"),
@@ -83,6 +85,9 @@ MALFORMED = [
     (("Pod", "metadata"), ["x"], "Pod.metadata: expected an object, got a list"),
     ((*RESOURCES, "limits", "cpu"), "four", "resources.limits.cpu: 'four' is not a Kubernetes quantity"),
     ((*RESOURCES, "requests", "memory"), {"Gi": 16}, "resources.requests.memory: {'Gi': 16} is not a"),
+    (OWNERS, {"kind": "x"}, "ownerReferences: expected a list, got an object"),
+    (OWNERS, ["vmi"], "ownerReferences[0]: expected an object, got a string"),
+    (OWNERS, [{"kind": VMI, "name": 7}], f"ownerReferences[0].name: 7 is not a {VMI} name"),
 ]
 
 
@@ -107,6 +112,16 @@ def test_an_init_container_asking_for_a_gi_is_judged_not_passed_everywhere(app: 
     many = with_value(args, ("Pod", "spec", "initContainers", 0, "resources", "limits", MIG), "99")
     r = call(app, "POST", "/k8s/filter", many).json()  # 99 GIs: more than any node holds
     assert "more than any PM holds" in r["Error"] and not r["NodeNames"]
+
+
+def test_a_vgpu_type_asked_for_by_an_init_container_names_the_pods_gpu_model() -> None:
+    pod = pod_args([], names=["pm0"])["Pod"]
+    pod["spec"]["initContainers"] = [{"resources": {"limits": {"nvidia.com/NVIDIA_H100-3-40C": "1"}}}]
+    entry = pod_entry(pod)
+    assert entry["gis"] == ["3g.40gb"] and entry["gpu_model"] == "H100-80GB"
+    pod["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/NVIDIA_A100D-3-40C": "1"}
+    with pytest.raises(RequestError, match="vGPU types of 2 GPU models"):  # across containers too
+        pod_entry(pod)
 
 
 def test_a_pod_counts_its_init_containers_and_overhead_as_kubernetes_does() -> None:
