@@ -37,6 +37,7 @@ from origamig.serve.arrivals import (
 from origamig.serve.events_log import plan_created
 from origamig.serve.events_log import plan_ended as log_plan_ended
 from origamig.serve.plan_gain import snapshot_gain
+from origamig.serve.plan_retention import retire_ended_plans
 from origamig.serve.plans import from_store, held_resources, to_store
 from origamig.serve.platform import MoveRules, enforce
 from origamig.serve.requests import EntryContext, most_gis, read_vm_entry
@@ -211,6 +212,15 @@ class Live:
         for v, why in dirty.rejected.items():
             self.view.remove(v)
             self.rejected[v] = why
+        if any(not self.plans[i].running for i in dirty.plans):
+            self.retire_ended_plans()
+
+    def retire_ended_plans(self) -> None:
+        """Drop the oldest ended plans beyond those kept, from memory and the state
+        (`plan_retention.py`; a plan that has just ended is among the newest, and stays)."""
+        with self.lock:
+            for i in retire_ended_plans(self.plans, self.store):
+                self.modeled_s.pop(i, None)
 
     def reload(self) -> None:
         """Put the live state back as the store has it (after a failed commit)."""
