@@ -6,6 +6,7 @@ import asyncio
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -151,6 +152,34 @@ def valid(doc: dict) -> dict:
     snap = read(doc)
     assert check_placement(snap.pms, snap.vms, snap.placement) == []
     return dict(snap.placement)
+
+
+def peer_closed(sock: socket.socket) -> bool:
+    """The server has ended the connection (what it sent before is read and dropped); non-blocking."""
+    sock.setblocking(False)
+    try:
+        while sock.recv(1 << 16):
+            pass
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def tls_server_files(folder: Path) -> tuple[list[str], ssl.SSLContext]:
+    """A server certificate for 127.0.0.1 from a new CA, written in `folder`: the `serve` arguments
+    that use it, and a client context that trusts it."""
+    import trustme
+
+    ca = trustme.CA()
+    issued = ca.issue_cert("127.0.0.1")
+    cert, key = folder / "server.pem", folder / "server.key"
+    issued.cert_chain_pems[0].write_to_path(str(cert))
+    issued.private_key_pem.write_to_path(str(key))
+    trust = ssl.create_default_context()
+    ca.configure_trust(trust)
+    return ["--tls-cert", str(cert), "--tls-key", str(key)], trust
 
 
 class AppClient:

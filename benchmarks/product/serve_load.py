@@ -2,7 +2,7 @@
 
     python -m benchmarks.product.serve_load [--pms 1000,10000] [--clients 8,32] [--requests 6000]
                                             [--vms-per-pm 3] [--node-names kube|all] [--check-interval 10]
-                                            [--max-s 900] [--seed 0]
+                                            [--max-s 900] [--seed 0] [--freeze-worker]
                                             [--fresh] [--out benchmarks/results/serve_load.json]
 
 Each cell (servers × clients) seeds a cluster of `--pms` PMs (2× A100-40GB, 80 cores, 512 GB) with
@@ -26,7 +26,9 @@ the seed and writing its state) and its peak resident memory with its optimizer 
 of a cell: nothing lost (every VM a reply placed is where the reply said, every one it
 queued is pending, placed by a plan or rejected by the optimizer, every deleted one is gone; none
 else), the state passes the independent checker, and `GET /v1/status` says how many plans ran, were
-done or aborted, and why. Prints p50/p99 latency per route (ms, measured by the client around each
+done or aborted, and why. `--freeze-worker` stops the optimizer's worker process (SIGSTOP) before
+the clients start and lets it go on (SIGCONT) after they are done: the service with a frozen
+optimizer. Prints p50/p99 latency per route (ms, measured by the client around each
 request) and writes every cell to the JSON as soon as it is done; a rerun skips the cells already
 there (`--fresh` runs them again). Targets with 8 clients: `/k8s/filter` p99 ≤ 50 ms and `/healthz`
 p99 ≤ 20 ms, 0 errors, 0 lost. Bounded: a cell stops at `--max-s` wall seconds whatever is left.
@@ -40,6 +42,7 @@ import multiprocessing
 import os
 import platform
 import random
+import signal
 import statistics
 import sys
 import tempfile
@@ -305,6 +308,18 @@ def lost(
     return problems
 
 
+def freeze_worker(srv: Server) -> int:
+    """Stop the server's optimizer worker (SIGSTOP); its process id."""
+    with srv.client() as c:
+        deadline = time.monotonic() + 120
+        while (pid := c.get("/v1/status").json()["optimizer"]["worker_pid"]) is None:
+            if time.monotonic() > deadline:
+                raise SystemExit("the optimizer's worker did not start")
+            time.sleep(0.1)
+    os.kill(pid, signal.SIGSTOP)
+    return int(pid)
+
+
 def run_cell(pms: int, clients_n: int, args: argparse.Namespace) -> dict[str, Any]:
     rng = random.Random(args.seed)
     seed = cluster(pms, args.vms_per_pm * pms, rng)
@@ -320,6 +335,7 @@ def run_cell(pms: int, clients_n: int, args: argparse.Namespace) -> dict[str, An
         t_start = time.monotonic()
         srv.start()
         startup_s = time.monotonic() - t_start
+        frozen = freeze_worker(srv) if args.freeze_worker else None
         context = multiprocessing.get_context("fork")
         stop, results = context.Event(), context.Queue()
         try:
@@ -357,6 +373,8 @@ def run_cell(pms: int, clients_n: int, args: argparse.Namespace) -> dict[str, An
             peak_mb = peak_rss_mb(srv.proc.pid)
         finally:
             stop.set()
+            if frozen is not None:
+                os.kill(frozen, signal.SIGCONT)
             srv.stop()
     valid(doc)  # the independent checker accepts the final state
     moved = {str(st["vm"]) for p in plans for st in p["steps"] if st["status"] == "done" and "vm" in st}
@@ -376,6 +394,7 @@ def run_cell(pms: int, clients_n: int, args: argparse.Namespace) -> dict[str, An
         "pms": pms,
         "seed_vms": len(seed["vms"]),
         "clients": clients_n,
+        "worker_frozen": frozen is not None,
         "node_names": sample,
         "requests": sent,
         "startup_s": startup_s,  # from the process's start to its first healthy /healthz
@@ -431,6 +450,7 @@ def main() -> None:
     ap.add_argument("--max-s", type=float, default=900.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--fresh", action="store_true", help="run the cells already in --out again")
+    ap.add_argument("--freeze-worker", action="store_true", help="stop the optimizer's worker (SIGSTOP)")
     ap.add_argument("--code", type=Path, help="serve with the origamig of this checkout (default: this one)")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args()
@@ -448,6 +468,7 @@ def main() -> None:
     for pms in (int(x) for x in args.pms.split(",")):
         for clients_n in (int(x) for x in args.clients.split(",")):
             key = f"{pms} PMs, {clients_n} clients, {args.node_names} nodes, {args.check_interval:g} s checks"
+            key += ", worker frozen" if args.freeze_worker else ""
             if key in doc["cells"]:
                 print(f"{key}: already in {args.out} (--fresh runs it again)")
                 continue

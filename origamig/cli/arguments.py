@@ -38,55 +38,44 @@ def parse_loads(values: list[str]) -> list[float]:
     return loads
 
 
-def parse_settings(items: list[str], name: str) -> tuple[tuple[str, Any], ...]:
-    """`KEY=VALUE` strings → (key, value) pairs, each value read as JSON when it parses (the keys are
-    checked by what takes them)."""
-    out: list[tuple[str, Any]] = []
-    problems = []
-    for item in items:
-        key, sep, raw = item.partition("=")
-        if not sep or not key.strip():
-            problems.append(f"{name}: {item!r} is not KEY=VALUE")
-            continue
-        try:
-            value: Any = json.loads(raw)
-        except (json.JSONDecodeError, RecursionError):
-            value = raw
-        out.append((key.strip(), value))
-    if problems:
-        raise UserError(problems)
-    return tuple(out)
-
-
-def parse_options(items: list[str], policies: list[str]) -> tuple[tuple[str, Any], ...]:
+def parse_settings(
+    items: list[str], name: str, accepted: set[str] | None = None, owners: str = ""
+) -> tuple[tuple[str, Any], ...]:
     """`KEY=VALUE` strings → (key, value) pairs; a value is read as JSON when it parses (numbers,
-    true/false, null), else kept as a string. A key that none of `policies` accepts is an error."""
-    accepted: set[str] = set()
-    for name in policies:
-        accepted |= option_names(policy_factory(name)) or set()
+    true/false, null), else kept as a string. With `accepted`, a key not in it is an error naming
+    `owners`; every problem is told, in the order of `items` (`name` is the option's)."""
     out: list[tuple[str, Any]] = []
     problems = []
+    known = ", ".join(sorted((accepted or set()) - {"weights"})) or "none"
     for item in items:
         key, sep, raw = item.partition("=")
         key = key.strip()
         if not sep or not key:
-            problems.append(f"--option: {item!r} is not KEY=VALUE")
+            problems.append(f"{name}: {item!r} is not KEY=VALUE")
             continue
-        if key not in accepted:
-            known = ", ".join(sorted(accepted - {"weights"})) or "none"
-            problems.append(f"--option: {key!r} is not an option of {', '.join(policies)} (known: {known})")
+        if accepted is not None and key not in accepted:
+            problems.append(f"{name}: {key!r} is not an option of {owners} (known: {known})")
             continue
         try:
             value: Any = json.loads(raw)
         except (json.JSONDecodeError, RecursionError):
             value = raw
         if nesting_depth(value, MAX_DEPTH) > MAX_DEPTH:
-            problems.append(f"--option: {key}: value nested deeper than {MAX_DEPTH} levels")
+            problems.append(f"{name}: {key}: value nested deeper than {MAX_DEPTH} levels")
             continue
         out.append((key, value))
     if problems:
         raise UserError(problems)
     return tuple(out)
+
+
+def parse_options(items: list[str], policies: list[str]) -> tuple[tuple[str, Any], ...]:
+    """`--option KEY=VALUE` strings → (key, value) pairs (`parse_settings`); a key that none of
+    `policies` accepts is an error."""
+    accepted: set[str] = set()
+    for name in policies:
+        accepted |= option_names(policy_factory(name)) or set()
+    return parse_settings(items, "--option", accepted, ", ".join(policies))
 
 
 # Options `simulate` and `study` share.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -12,11 +11,10 @@ import typer
 from origamig.cli.arguments import parse_options
 from origamig.cli.switches import INTRA_PM_HELP, Switch
 from origamig.errors import UserError, require_extra
+from origamig.serve.opening import DEFAULT_STEP_TIMEOUT_S, POLICY
 from origamig.serve.platform import Platform
 from origamig.serve.run import (
     DEFAULT_LISTEN,
-    DEFAULT_STEP_TIMEOUT_S,
-    POLICY,
     REQUEST_TIMEOUT_S,
     ServeConfig,
     parse_listen,
@@ -88,14 +86,16 @@ def serve_command(
             "--request-timeout",
             min=0.1,
             help="Seconds a connection has to deliver a whole request (from connecting or from its last "
-            "answer); an idle or slow one is closed then.",
+            "answer), and to take each answer; an idle or slow one, or one that does not read, is closed "
+            "then.",
         ),
     ] = REQUEST_TIMEOUT_S,
     backup: Annotated[
         Path | None,
         typer.Option(
             "--backup",
-            help="Copy --state consistently to this new file (safe while a server runs) and exit.",
+            help="Copy --state consistently to this new file and exit; the state and its -wal are not "
+            "changed, whether a server runs on it, stopped or crashed.",
         ),
     ] = None,
     tls_cert: Annotated[
@@ -208,12 +208,15 @@ def serve_command(
 
 
 def _backup(state: Path, target: Path) -> None:
-    """A consistent copy of the state in a new file (SQLite's online backup), checked by opening it."""
+    """A consistent copy of the state in a new file (SQLite's online backup), checked by opening it.
+    Neither the state nor its -wal changes, whether a server runs on it, stopped or crashed."""
     from origamig.serve.store import Store
 
-    with contextlib.closing(Store(state, writable=False)) as store:
+    with Store.reading(state) as store:
+        if store.copy_problem is not None:
+            typer.echo(f"warning: --state: {store.path}: {store.copy_problem[0]}", err=True)
         store.backup(target)
-    with contextlib.closing(Store(target, writable=False)) as copy:
+    with Store.reading(target) as copy:
         vms = len(copy.document()["vms"])
     typer.echo(f"{target}: a copy of {state} ({vms} VMs)")
 
@@ -226,7 +229,7 @@ def _print_k8s_config(
     from origamig.snapshot.document import load_snapshot, parse_snapshot
 
     if state.exists():
-        with contextlib.closing(Store(state, writable=False)) as store:
+        with Store.reading(state) as store:
             pms = parse_snapshot({**store.document(), "vms": []}).pms
     elif seed is not None:
         pms = load_snapshot(seed).pms

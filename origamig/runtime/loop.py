@@ -13,8 +13,9 @@ end (a `STEP_END` event); without it the platform acknowledges steps (the servic
 
 After every event, with no call solving and no check queued, the next check is queued at the
 policy's `next_check`. A policy that asks again at the time of a check that found no work while
-plans run is asked again after the next move ends (it waits for those moves); with no plan running
-that is a broken Protocol (`LoopError`): it would ask for ever.
+plans run is asked again once a move has ended (it waits for those moves: a simulated controller's
+move end, the platform's last step of a move, a VM that left); with no plan running that is a broken
+Protocol (`LoopError`): it would ask for ever.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ class Loop:
         self.simulated_controller = simulated_controller
         self.check_due = False
         self.idle_check_t = -1.0  # time of the last check that found no work
-        self.after_moves = False  # a check at that time is asked again once a move ends
+        self.after_moves: int | None = None  # the plan book's move count when a check was put off
 
     # --- what the driver tells it --------------------------------------------------------------
     def call_started(self, work: Work, now: float, duration_s: float | None) -> None:
@@ -66,7 +67,6 @@ class Loop:
         elif kind == STEP_END:
             plan_id, n = payload
             runtime.move_done(plan_id, n, t)
-            self.after_moves = False
         elif kind == CHECK:
             self.checked(t, check(t), call_s)
         else:
@@ -83,15 +83,20 @@ class Loop:
     def settle(self, t: float) -> None:
         """After an event at t: with no call solving and no check queued, queue the next check."""
         runtime = self.runtime
-        if runtime.solving or self.check_due or self.after_moves:
+        book = runtime.plans
+        if self.after_moves is not None:
+            if book.moves_ended == self.after_moves and book.running():
+                return  # still waiting for a move to end
+            self.after_moves = None
+        if runtime.solving or self.check_due:
             return
         when = runtime.next_check(t)
         if when is None:
             return
         when = max(when, t)
         if when <= self.idle_check_t:
-            if runtime.plans.running():
-                self.after_moves = True
+            if book.running():
+                self.after_moves = book.moves_ended
                 return
             raise LoopError(
                 f"{runtime.policy.name} asked for another check at t={when} after one that found no work"

@@ -264,6 +264,7 @@ class PlanBook(PlanEnds):
     def _finish(self, run: PlanRun, m: Move, now: float) -> None:
         run.state[m.n] = MoveState.DONE
         run.ended_s_of[m.n] = now
+        self.moves_ended += 1
         self._free_links(run, m)
         self.effects.move_ended(run, m, now)
         self._end_if_done(run, now)

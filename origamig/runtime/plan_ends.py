@@ -56,6 +56,7 @@ class PlanEnds:
         self.links: dict[int, tuple[int, int]] = {}  # PM → (plan, move) copying over its link
         self.backoff: dict[int, Backoff] = {}
         self.next_id = 1
+        self.moves_ended = 0  # moves that ended (done or cut short) so far: the loop waits on it
 
     def __getstate__(self) -> dict[str, object]:
         """Pickled (a simulation's checkpoint) without its effects: the driver binds itself again."""
@@ -180,6 +181,7 @@ class PlanEnds:
                 dc.unhold(gkey)
         run.state[m.n] = MoveState.CANCELLED
         run.ended_s_of[m.n] = now
+        self.moves_ended += 1
         self._free_links(run, m)
         self.effects.touched(m.pms)
 

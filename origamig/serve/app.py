@@ -1,9 +1,10 @@
 """The HTTP routes of `origamig serve` (docs/service.md), a Starlette application over `Live`.
 
-Every route but `GET /healthz` needs `Authorization: Bearer <token>` (compared in constant time; 401
-otherwise). Bodies are JSON (`Content-Type: application/json`, else 415), at most `MAX_BODY` bytes
-(else 413), parsed strictly (no NaN, bounded nesting; else 400). A refused request changes nothing
-and gets `{"error": "<one line>", "problems": [...]}`, each problem naming the field and the value.
+Every route but `GET /healthz` and `GET /readyz` needs `Authorization: Bearer <token>` (the scheme in
+any case, RFC 9110; the token compared in constant time; 401 otherwise). Bodies are JSON
+(`Content-Type: application/json`, else 415), at most `MAX_BODY` bytes (else 413), parsed strictly
+(no NaN, bounded nesting; else 400). A refused request changes nothing and gets `{"error": "<one
+line>", "problems": [...]}`, each problem naming the field and the value.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from origamig.serve.live import Live
 from origamig.serve.metrics import CONTENT_TYPE, Metrics, timed
 from origamig.serve.optimizer import Optimizer
 from origamig.serve.plan_desk import PlanDesk, StepConflict, UnknownPlan
+from origamig.serve.plan_retention import with_retired
 from origamig.serve.replay import ReplayClock
 from origamig.serve.requests import RequestError
 from origamig.serve.store import StoreWriteError
@@ -76,6 +78,13 @@ def log_failure(request: Request, exc: Exception) -> None:
         file=sys.stderr,
         flush=True,
     )
+
+
+def bearer_token(header: str) -> bytes:
+    """The token of an `Authorization` header in the Bearer scheme (its name in any case, RFC 9110
+    section 11.1), b"" for any other."""
+    scheme, _, token = header.strip().partition(" ")
+    return token.strip().encode() if scheme.lower() == "bearer" else b""
 
 
 def error_response(status: int, problems: list[str]) -> JSONResponse:
@@ -135,12 +144,13 @@ def refusal(exc: Exception) -> Response | None:
     return None
 
 
-def step_number(request: Request) -> int:
-    raw = request.path_params["n"]
-    step = plain_int(raw)
-    if step is None:
-        raise HttpError(404, f"step: {raw[:40]!r} is not a step number")
-    return step
+def path_number(request: Request, param: str, what: str) -> int:
+    """Path parameter `param`, a plain number (404 naming `what` otherwise)."""
+    raw = request.path_params[param]
+    number = plain_int(raw)
+    if number is None:
+        raise HttpError(404, f"{what.split()[0]}: {raw[:40]!r} is not a {what}")
+    return number
 
 
 def pm_id(request: Request) -> str:
@@ -151,11 +161,11 @@ def pm_id(request: Request) -> str:
 
 
 def plan_id(request: Request) -> int:
-    raw = request.path_params["plan_id"]
-    number = plain_int(raw)
-    if number is None:
-        raise HttpError(404, f"plan: {raw[:40]!r} is not a plan id")
-    return number
+    return path_number(request, "plan_id", "plan id")
+
+
+def step_number(request: Request) -> int:
+    return path_number(request, "n", "step number")
 
 
 class Routes:
@@ -184,8 +194,15 @@ class Routes:
             problems.append("optimizer: its loop has ended")
         if optimizer is not None and optimizer.stuck(time.time()):
             problems.append(f"optimizer: a check has run since {optimizer.status.solving_since_s:.0f}")
+        refused = self.live.store.refusal
+        if refused is not None:  # a full disk: reads and the extender go on
+            problems.append(
+                f"state: changes cannot be stored ({refused}); reads and the extender are answered, "
+                "every change is refused with 503 until one can be stored again"
+            )
         body: dict[str, Any] = {
             "status": "not ready" if problems else "ready",
+            "writes": "refused" if refused is not None else "ok",
             "optimizer": self.optimizer_view(),
         }
         if problems:
@@ -194,7 +211,8 @@ class Routes:
 
     async def status(self, request: Request) -> Response:
         live = self.live
-        body = {**live.counts(), "now": live.now(), "optimizer": self.optimizer_view()}
+        counts = await run_in_threadpool(lambda: with_retired(live.store, live.counts()))
+        body = {**counts, "now": live.now(), "optimizer": self.optimizer_view()}
         return JSONResponse(body | {"platform": live.move_rules.to_json()})
 
     # --- the cluster and its VMs ---------------------------------------------------------------
@@ -320,12 +338,12 @@ def build_app(
     """The service's application over `live`, guarded by bearer `token`; with `clock`, in replay mode;
     `optimizer` is reported by `/readyz` and `/v1/status`; every request is timed in `metrics`
     (`GET /metrics`) and, with `access_log`, logged."""
-    expected = f"Bearer {token}".encode()
+    expected = token.encode()
     metrics = metrics if metrics is not None else Metrics(live)
 
     def guarded(handler: Handler) -> Handler:
         async def run(request: Request) -> Response:
-            given = request.headers.get("authorization", "").encode()
+            given = bearer_token(request.headers.get("authorization", ""))
             # A client certificate the TLS handshake verified against --client-ca stands for the token.
             if client_subject(request.scope) is None and not hmac.compare_digest(given, expected):
                 return error_response(

@@ -28,7 +28,8 @@ from origamig.errors import UserError, require_extra
 from origamig.serve.arrivals import Conflict, DuplicateVm
 from origamig.serve.events_log import EVENTS
 from origamig.serve.live import Live
-from origamig.serve.requests import RequestError, pod_entry
+from origamig.serve.pods import pod_entry
+from origamig.serve.requests import RequestError
 
 GIS_ANNOTATION = "origamig.io/gis"  # JSON: [{"gpu", "start", "profile", "profile_id"}, ...]
 NODE_ANNOTATION = "origamig.io/node"

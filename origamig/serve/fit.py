@@ -64,6 +64,8 @@ def fit_on_pm(dc: DataCenter, j: int, vm: VmSpec, fit: PmFit) -> tuple[Any, Plac
     if not dc.fits_resources(vm, j):
         free = f"{dc.free_cpu_m(j) / MILLI:g} cores and {dc.free_ram_mb(j) / MILLI:g} GB"
         return f"needs {vm.cpu:g} cores and {vm.ram_gb:g} GB; free {free}"
+    if not vm.gis:  # a VM without GIs needs only the CPU and RAM
+        return (), Placement(j, ())
     hits = [hit for v in variants if (hit := fit(dc, j, v, gi_order(v))) is not None]
     if not hits:
         return f"no free permitted start slices for every GI ({', '.join(p.name for p in vm.gis)})"

@@ -3,10 +3,11 @@
 arrival rule, PM by PM — the exact, start-slice-aware fit, no solver.
 
 A node name is a snapshot PM id. A pod asks for GIs through container resources
-`nvidia.com/mig-<profile>` (`requests.pod_entry`). Filter keeps the nodes where the rule places every
-GI; prioritize scores them 10 (the PM the rule itself would pick) down to 1 by the rule's own order,
-0 where the pod does not fit. A pod without MIG resources is not judged: every node passes, scores 0.
-Both only read the state: the pod is placed when the VM platform posts it (`POST /v1/vms`).
+`nvidia.com/mig-<profile>` or MIG-backed vGPU types (`pods.pod_entry`). Filter keeps the nodes where
+the rule places every GI; prioritize scores them 10 (the PM the rule itself would pick) down to 1 by
+the rule's own order, 0 where the pod does not fit. A pod without MIG resources is not judged: every
+node passes, scores 0. Both only read the state: the pod is placed when the VM platform posts it
+(`POST /v1/vms`).
 
 A cordoned node passes no pod (docs/service.md#the-fleet-as-it-changes). A move under way holds only
 what it uses (docs/plans.md#holds), and no pod is refused only because of a plan: when the pod fits
@@ -23,7 +24,8 @@ from origamig.cluster.records import VmSpec
 from origamig.serve.bind import migration_target
 from origamig.serve.fit import PmFit, arrival_fit, fit_on_pm
 from origamig.serve.live import Live
-from origamig.serve.requests import RequestError, pod_entry, read_vm_entry
+from origamig.serve.pods import pod_entry
+from origamig.serve.requests import RequestError, read_vm_entry
 
 MAX_PRIORITY = 10  # kube-scheduler's MaxExtenderPriority
 NOT_A_PM = "not a PM of the origamig snapshot"

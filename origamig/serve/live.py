@@ -40,6 +40,7 @@ from origamig.serve.events_log import plan_ended as log_plan_ended
 from origamig.serve.live_load import SIMULATED as SIMULATED
 from origamig.serve.live_load import Loaded, load
 from origamig.serve.plan_gain import snapshot_gain
+from origamig.serve.plan_retention import retire_ended_plans
 from origamig.serve.plans import held_resources, to_store
 from origamig.serve.platform import MoveRules
 from origamig.serve.requests import read_vm_entry
@@ -240,6 +241,15 @@ class Live:
         for v, why in dirty.rejected.items():
             self.view.remove(v)
             self.rejected[v] = why
+        if any(not self.plans[i].running for i in dirty.plans):
+            self.retire_ended_plans()
+
+    def retire_ended_plans(self) -> None:
+        """Drop the oldest ended plans beyond those kept, from memory and the state
+        (`plan_retention.py`; a plan that has just ended is among the newest, and stays)."""
+        with self.lock:
+            for i in retire_ended_plans(self.plans, self.store):
+                self.modeled_s.pop(i, None)
 
     def reload(self) -> None:
         """Put the live state back as the store has it (after a failed commit)."""

@@ -21,6 +21,7 @@ from starlette.routing import Route
 
 from origamig.serve.events_log import EVENTS
 from origamig.serve.live import Live
+from origamig.serve.plan_retention import with_retired
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # Latency buckets (seconds): kube-scheduler's extender timeout is 5 s; checks take up to minutes.
@@ -35,7 +36,7 @@ class _LiveCollector(Collector):
         self.live = live
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        counts = self.live.counts()
+        counts = with_retired(self.live.store, self.live.counts())  # dropped ended plans still count
         vms = GaugeMetricFamily("origamig_vms", "VMs the service holds, by state", labels=["state"])
         for state, n in counts["vms"].items():
             vms.add_metric([state], n)

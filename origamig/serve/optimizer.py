@@ -35,6 +35,7 @@ from origamig.serve.events_log import EVENTS
 from origamig.serve.live import Live
 from origamig.serve.plan_desk import PlanDesk
 from origamig.serve.service_loop import run_due
+from origamig.serve.worker_exit import end_workers, exit_cleanly_on_sigterm
 
 STUCK_AFTER_S = 900.0  # a check still solving after this long is killed, its worker replaced
 LOG_REPEAT_S = 60.0  # the same log line at most once a minute
@@ -59,6 +60,7 @@ def _exit_with(parent: int) -> None:
 def _start_worker(parent: int) -> None:
     """In the worker, once: end it with the service (`_exit_with`)."""
     _exit_with(parent)
+    exit_cleanly_on_sigterm()
 
 
 @dataclass
@@ -128,8 +130,7 @@ class Optimizer:
         if self.thread.is_alive():
             self.thread.join(timeout=30)
         if self.pool is not None:
-            _kill_workers(self.pool)
-            self.pool.shutdown(wait=False, cancel_futures=True)
+            end_workers(self.pool)  # asked to end, not killed: nothing is left behind
         self.status.state = STOPPED
 
     def without_loop(self, state: str) -> None:
@@ -156,7 +157,8 @@ class Optimizer:
                 wait = IDLE_POLL_S if head is None else min(max(head - live.now(), 0.0), IDLE_POLL_S)
                 self.stopping.wait(wait)
             except Exception as exc:  # reported; the next check comes as usual
-                self._log(f"optimizer check failed: {exc!r}")
+                if not self.stopping.is_set():
+                    self._log(f"optimizer check failed: {exc!r}")
                 self.stopping.wait(IDLE_POLL_S)
 
     def _solved_s(self, work: Work, t: float) -> float:
@@ -231,6 +233,8 @@ class Optimizer:
         deadline = time.monotonic() + self.stuck_after_s
         while not future.done() and time.monotonic() < deadline and not self.stopping.is_set():
             time.sleep(POLL_S)
+        if not future.done() and self.stopping.is_set():
+            raise CheckTimeout("the service is stopping")
         if not future.done():
             self._replace(f"a check ran past {self.stuck_after_s:g} s")
             raise CheckTimeout(f"a check ran past {self.stuck_after_s:g} s; its worker was replaced")

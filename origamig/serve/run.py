@@ -17,25 +17,23 @@ import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from origamig.call.goals import DEFAULT_GOAL
 from origamig.errors import UserError
-from origamig.policies.base import make_policy
 from origamig.serve.door import plain_int
-from origamig.serve.live import PLATFORM, Live
-from origamig.serve.platform import Platform, apply_platform
-from origamig.serve.state_lock import StateLock
-from origamig.serve.store import RUNNING, STOPPED, Store, StoreError, StoreWriteError
-from origamig.snapshot.document import load_snapshot
+from origamig.serve.live import PLATFORM
+from origamig.serve.opening import DEFAULT_STEP_TIMEOUT_S, open_state
+from origamig.serve.platform import Platform
+from origamig.serve.state_file import STOPPED
+from origamig.serve.stopping import DRAIN_S, StopSignals
+from origamig.serve.store import StateMoved, StoreWriteError
 
 DEFAULT_LISTEN = "127.0.0.1:8787"
 # The collector's thresholds while serving: the young generations as Python's defaults, a full pass
 # after 1,000 passes over the middle one instead of 10 (at 10,000 PMs a full pass takes 0.1–0.3 s,
 # and at the default it came every few seconds under load; the service makes few reference cycles).
 GC_THRESHOLDS = (700, 10, 1000)
-POLICY = "origamig"  # the policy the service drives (its options come from `--option`)
-DEFAULT_STEP_TIMEOUT_S = 600.0
 REQUEST_TIMEOUT_S = 10.0  # a connection's time to deliver a whole request (`connections.py`)
 # The service's policy defaults differ from the simulator's: admit first, GIs created GPU by GPU.
 SERVE_DEFAULTS: dict[str, Any] = {"goal": DEFAULT_GOAL, "gpu_order": True, "primal": True}
@@ -57,7 +55,7 @@ class ServeConfig:
     step_timeout_s: float | None = DEFAULT_STEP_TIMEOUT_S
     optimizer: bool = True
     intra_pm_moves: bool | None = None  # None: the seed's `intra_pm_moves`
-    tls: dict[str, Any] = field(default_factory=dict)  # uvicorn's ssl_* settings (`tls.tls_options`)
+    tls: dict[str, Any] = field(default_factory=dict)  # the ssl_* settings of `tls.tls_options`
     request_timeout_s: float = REQUEST_TIMEOUT_S  # to deliver a whole request (`connections.py`)
     controller: str = PLATFORM  # who carries out plans' steps: the platform, or `simulated` (docs)
     platform: Platform | None = None  # None: the seed's `platform` field (`serve/platform.py`)
@@ -101,58 +99,6 @@ def policy_options(config: ServeConfig) -> dict[str, Any]:
     return {**SERVE_DEFAULTS, **off, **dict(config.options)}
 
 
-def open_live(
-    state: Path,
-    seed: Path | None,
-    options: tuple[tuple[str, Any], ...] | dict[str, Any] = (),
-    step_timeout_s: float | None = DEFAULT_STEP_TIMEOUT_S,
-    intra_pm_moves: bool | None = None,
-    controller: str = PLATFORM,
-    platform: Platform | None = None,
-) -> Live:
-    """The live cluster of `state`, or of a new state seeded from `seed` when `state` does not exist
-    (an existing state is never seeded anew: `--from` is then not read). Everything is checked before
-    a new state file is written; a new file is removed again when the start fails after it was
-    written. A state this process cannot write is refused."""
-    policy = make_policy(POLICY, **dict(options))
-    new = not state.exists()
-    if new:
-        if seed is None:
-            raise UserError(f"--from: {state} does not exist yet: give --from SNAPSHOT.json to seed it")
-        if not seed.is_file():
-            raise UserError(f"--from: {seed}: no such file")
-        store = Store.create(state, load_snapshot(seed).document)
-    else:
-        store = Store(state)
-        if seed is not None:
-            print(f"origamig serve: {state} is already seeded; --from {seed} is not read", file=sys.stderr)
-    try:
-        try:
-            store.mark(RUNNING)
-        except StoreWriteError as exc:
-            why = exc.problems[0].partition("(")[2].rstrip(")")
-            raise StoreError(
-                f"--state: {state}: cannot be written ({why}); the service stores every change"
-            ) from None
-        live = Live(store, policy, step_timeout_s, controller)
-        apply_platform(live, platform)
-    except BaseException:
-        store.close()
-        if new:
-            _remove_state(state)
-        raise
-    if intra_pm_moves is not None:
-        live.dc.intra_pm_moves = intra_pm_moves
-    return live
-
-
-def _remove_state(state: Path) -> None:
-    """A state file this start created, with its SQLite side files."""
-    for path in (state, state.with_name(state.name + "-wal"), state.with_name(state.name + "-shm")):
-        with contextlib.suppress(OSError):
-            path.unlink()
-
-
 def bind(host: str, port: int) -> socket.socket:
     """The listening socket, bound now (`UserError` naming the address when it cannot be)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -177,50 +123,58 @@ def serve(config: ServeConfig) -> None:
     from origamig.serve.bind import Binder, kube_api
     from origamig.serve.connections import (
         ACCEPT_BACKLOG,
-        bounded_protocol,
         connection_cap,
         quiet_repeats,
         raise_open_file_limit,
+        service_protocol,
     )
     from origamig.serve.events_log import EVENTS
     from origamig.serve.metrics import Metrics
     from origamig.serve.optimizer import Optimizer
     from origamig.serve.optimizer_off import reject_waiting
     from origamig.serve.replay import ReplayClock
+    from origamig.serve.state_watch import StateWatch
 
     api = kube_api(config.kubeconfig)  # a kubeconfig that cannot be read stops the start here
+    stops = StopSignals()  # SIGTERM and SIGINT alike: the cleanup below always runs
     open_files = raise_open_file_limit()  # before the socket and the state take any
     sock = bind(config.host, config.port)  # before any state file is written
     scheme = "https" if config.tls else "http"
+    holder = f"pid {os.getpid()}, {scheme}://{config.host}:{config.port}"
     try:
-        lock = StateLock(config.state, f"pid {os.getpid()}, {scheme}://{config.host}:{config.port}")
-    except BaseException:
-        sock.close()
-        raise
-    try:
-        live = open_live(
+        opened = open_state(
             config.state,
             config.seed,
             policy_options(config),
             config.step_timeout_s,
             config.intra_pm_moves,
+            holder,
             config.controller,
             config.platform,
         )
     except BaseException:
         sock.close()
-        lock.release()
         raise
+    live = opened.live
     # The loaded state lives as long as the process: out of the collector's full passes, which would
     # otherwise walk all of it now and then and hold every request meanwhile. What the service keeps
     # later (indexes, encoded pieces, remembered answers) grows too: full passes are made rare.
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
-    if not config.optimizer and (rejected := reject_waiting(live)):
-        shown = ", ".join(rejected[:5]) + (", ..." if len(rejected) > 5 else "")
-        print(f"origamig serve: --optimizer off: {len(rejected)} pending VMs rejected ({shown}): nothing "
-              "would admit them (GET /v1/vms/{id} says why)", file=sys.stderr, flush=True)  # fmt: skip
+    if not config.optimizer:
+        try:
+            rejected = reject_waiting(live)
+        except StoreWriteError:  # a full disk: they wait, and are rejected at the next start
+            rejected = []
+        if rejected:
+            shown = ", ".join(rejected[:5]) + (", ..." if len(rejected) > 5 else "")
+            print(
+                f"origamig serve: --optimizer off: {len(rejected)} pending VMs rejected ({shown}): "
+                "nothing would admit them (GET /v1/vms/{id} says why)",
+                file=sys.stderr,
+                flush=True,
+            )
     optimizer = Optimizer(live)
     clock = ReplayClock(live, optimizer) if config.clock == "replay" else None
     metrics = Metrics(live)
@@ -229,7 +183,7 @@ def serve(config: ServeConfig) -> None:
     dc = live.dc
     print(
         f"origamig serve: {scheme}://{config.host}:{config.port} — {len(dc.pms)} PMs, {len(dc.vms)} running, "
-        f"{len(dc.pending)} pending (state {config.state})",
+        f"{len(dc.pending)} pending (state {live.store.path}{', read-only' if opened.read_only else ''})",
         file=sys.stderr,
         flush=True,
     )
@@ -238,18 +192,31 @@ def serve(config: ServeConfig) -> None:
     else:
         optimizer.without_loop("off" if not config.optimizer else "replay")
     quiet_repeats()
-    protocol = bounded_protocol(connection_cap(open_files), config.request_timeout_s)
+    protocol = service_protocol(connection_cap(open_files), config.request_timeout_s, config.tls)
     server = uvicorn.Server(
         uvicorn.Config(
-            app, log_level="warning", access_log=False, http=protocol, backlog=ACCEPT_BACKLOG, **config.tls
+            app,
+            log_level="warning",
+            access_log=False,
+            http=cast(Any, protocol),  # a factory of protocols, as uvicorn calls a class
+            backlog=ACCEPT_BACKLOG,
+            timeout_graceful_shutdown=DRAIN_S,
         )
     )
+    stops.attach(server)
+    watch = StateWatch(live.store, stops.fail, os.getpid())
+    watch.start()
     try:
         server.run(sockets=[sock])
     finally:
+        watch.stop()
         optimizer.stop()
-        with contextlib.suppress(StoreWriteError):
-            live.store.mark(STOPPED)
-        live.store.close()
+        if stops.fault is None:
+            with contextlib.suppress(StoreWriteError):  # a full disk: the state stays marked running
+                live.store.mark(STOPPED)
+        opened.close()  # the last connection: SQLite folds the write-ahead log into the file
         sock.close()
-        lock.release()
+        stops.restore()
+    if stops.fault is not None:
+        raise StateMoved(stops.fault)
+    stops.say_stopped()

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from origamig.cluster.records import PmSpec
 from origamig.errors import UserError
-from origamig.serve.requests import MIG_RESOURCE
+from origamig.serve.pods import MIG_RESOURCE
 from origamig.serve.vgpu import fleet_resource_names
 
 # Where kube-scheduler's certificates are, when `serve` is not told (the admin edits them).

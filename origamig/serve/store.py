@@ -13,7 +13,9 @@ always the seed document with the rows of `vms` as its VMs, read back by the sna
 A new state is built under a temporary name and moved into place whole; a file that is not a whole
 origamig state (empty, not SQLite, a table missing, another format) is refused, never seeded anew.
 A change the file cannot take (disk full, read-only) is refused as `StoreWriteError` with nothing
-changed. `Store.backup` copies a state consistently while a server writes it.
+changed. `Store.backup` copies a state consistently while a server writes it; `Store.reading`
+reads one without changing it (`--backup`, `--print-k8s-config`). What makes a file a state, and a
+state the file its server opened, is `state_file.py`.
 """
 
 from __future__ import annotations
@@ -30,8 +32,21 @@ from typing import Any
 from urllib.parse import quote
 
 from origamig.errors import UserError
-
-STORE_FORMAT = 1
+from origamig.serve.state_file import (
+    HOLDER,
+    INODE,
+    PATH,
+    RUNNING,
+    SERVER,
+    STOPPED,
+    STORE_FORMAT,
+    copy_problem,
+    file_id,
+    moved,
+    not_a_state,
+    wal_of,
+)
+from origamig.serve.state_lock import StateLock
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -51,24 +66,29 @@ class StoreWriteError(UserError):
     the client may retry (HTTP 503)."""
 
 
-TABLES = ("meta", "vms", "plans", "rejected")
-SERVER, RUNNING, STOPPED = "server", "running", "stopped"  # meta: whether a server runs on the state
+class StateMoved(StoreError):
+    """The state file was deleted or replaced while the server ran: the server stops (exit 1)."""
+
+    exit_code = 1
 
 
-def _connect(path: Path) -> sqlite3.Connection:
-    """An open connection to the existing file `path` (never creates one)."""
-    uri = f"file:{quote(str(path.resolve()))}?mode=rw"
+def _connect(path: Path, mode: str = "rw") -> sqlite3.Connection:
+    """An open connection to the existing file `path` (never creates one); `mode` "ro" reads only,
+    "immutable" reads a file nothing writes (no side file is made)."""
+    query = "mode=ro&immutable=1" if mode == "immutable" else f"mode={mode}"
+    uri = f"file:{quote(str(path))}?{query}"
     return sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
 
 
 class Store:
     """One SQLite database file holding a whole origamig state; methods are safe to call from several
-    threads (one lock). `Store(path)` opens an existing state and refuses any file that is not one
-    (`StoreError`, one line naming the file): a state is never re-seeded. `Store.create` makes a new
-    one."""
+    threads (one lock). `Store(path)` opens an existing state for a server (which holds its lock,
+    `state_lock.py`) and refuses any file that is not one (`StoreError`, one line naming the file): a
+    state is never re-seeded. `Store.create` makes a new one; `Store.reading` opens one to read it
+    without changing it or its `-wal`, whether a server runs on it, stopped or crashed."""
 
-    def __init__(self, path: Path | str, writable: bool = True) -> None:
-        self.path = Path(path)
+    def __init__(self, path: Path | str, mode: str = "rw") -> None:
+        self.path = Path(path).resolve()  # a symbolic link's target: where SQLite puts the -wal
         where = f"--state: {self.path}"
         if not self.path.exists():
             raise StoreError(f"{where}: no such file")
@@ -79,23 +99,32 @@ class Store:
                 f"{where}: an empty file is not an origamig state (a state is never seeded anew: "
                 "move it away to start from --from)"
             )
+        writable = mode == "rw"
         if writable and not (os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK)):
             raise StoreError(
                 f"{where}: cannot be written (a read-only file or folder); the service stores every change"
             )
         self._lock = threading.RLock()
-        had_log = self.path.with_name(self.path.name + "-wal").exists()  # SQLite makes one when it opens
+        self.opened = file_id(self.path)  # the file this store writes: `--state` must keep naming it
+        self.refusal: str | None = None  # why the last change was refused, until one is stored again
+        self.refused_read_only = False  # ... because the file or its file system is read-only
+        self.holder = ""  # who runs on it (`mark`)
+        self.copy_problem: tuple[str, str] | None = None  # why it may miss changes, what to do
+        had_log = wal_of(self.path).exists()  # SQLite makes one when it opens
         try:
-            self._db = _connect(self.path)
+            self._db = _connect(self.path, mode)
         except sqlite3.Error as exc:
             raise StoreError(f"{where}: cannot open ({exc})") from None
         try:
-            problem = self._not_a_state(had_log)
+            problem = not_a_state(self._db, self._meta)
+            self.copy_problem = copy_problem(self.path, self._meta, had_log) if problem is None else None
         except sqlite3.OperationalError as exc:
             problem = f"cannot open ({exc})"
         except sqlite3.Error as exc:
             problem = f"not an origamig state ({exc})"
-        if problem is None:
+        if problem is None and writable and self.copy_problem is not None:
+            problem = "; ".join(self.copy_problem)
+        if problem is None and writable:
             try:
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=FULL")
@@ -105,36 +134,45 @@ class Store:
             self._db.close()
             raise StoreError(f"{where}: {problem}")
 
-    def _not_a_state(self, had_log: bool) -> str | None:
-        """Why the open file is not a whole origamig state this version reads, or None (`had_log`:
-        its write-ahead log was beside it)."""
-        names = {n for (n,) in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        missing = [t for t in TABLES if t not in names]
-        if missing:
-            return f"not an origamig state (no table {', '.join(missing)})"
-        found = self._meta("format")
-        if found != str(STORE_FORMAT):
-            return f"state format {found} (this version reads state format {STORE_FORMAT})"
-        if self._meta("seed") is None:
-            return "not an origamig state (no seed)"
-        damage = [row for (row,) in self._db.execute("PRAGMA quick_check(3)")]
-        if damage != ["ok"]:
-            return f"damaged ({'; '.join(map(str, damage))})"
-        if self._meta(SERVER) == RUNNING and not had_log:
-            return (
-                "copied from a running server without its -wal file: it may miss the latest changes "
-                "(copy a running state with `origamig serve --state S --backup COPY`)"
-            )
-        return None
+    @classmethod
+    @contextmanager
+    def reading(cls, path: Path | str) -> Iterator[Store]:
+        """The state at `path`, read only, for `--backup` and `--print-k8s-config`: neither the file
+        nor its `-wal` changes (SQLite folds the log into the file when its last writer closes, so a
+        reader never writes: a stopped state is read as a file nothing writes, a running or crashed
+        one through its log). A server does not start on it meanwhile (`StateLock`, shared)."""
+        target = Path(path).resolve()
+        if not target.is_file():
+            raise StoreError(f"--state: {target}: no such file")
+        lock = StateLock(target, shared=True)
+        try:
+            live_log = lock.server_runs or wal_of(target).exists()
+            store = cls(target, mode="ro" if live_log else "immutable")
+            try:
+                yield store
+            finally:
+                store.close()
+        finally:
+            lock.release()
 
-    def mark(self, state: str) -> None:
+    def mark(self, state: str, holder: str = "") -> None:
         """Record in the main file (not only in the write-ahead log) whether a server runs on this
-        state (`RUNNING`) or stopped cleanly (`STOPPED`): a copy of the main file alone, taken while a
-        server runs, is then told from a state (`_not_a_state`)."""
+        state (`RUNNING`, with the file's inode and path, and `holder`: who runs it) or stopped
+        cleanly (`STOPPED`): a copy of the main file alone, taken while a server runs, is then told
+        from a state (`state_file.copy_problem`)."""
+        if state == RUNNING:
+            self.holder = holder
         with self.transaction() as db:
             db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (SERVER, state))
+            if state == RUNNING:
+                for key, value in ((INODE, self.opened[1]), (PATH, self.path), (HOLDER, holder)):
+                    db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, str(value)))
         with self._lock, contextlib.suppress(sqlite3.Error):
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def moved(self) -> str | None:
+        """Why `--state` no longer names the file this store opened, or None (`state_file.moved`)."""
+        return moved(self.path, self.opened)
 
     @classmethod
     def create(cls, path: Path | str, document: Mapping[str, Any]) -> Store:
@@ -169,12 +207,16 @@ class Store:
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """One atomic, durable change: committed when the block ends, rolled back if it raises. A
-        change the file cannot take is `StoreWriteError` (nothing changed)."""
+        change the file cannot take — or one to a state file that was deleted or replaced meanwhile —
+        is `StoreWriteError` (nothing changed); `refusal` says why until a change is stored again."""
         with self._lock:
+            gone = self.moved()
+            if gone is not None:
+                raise self._refused(gone)
             try:
                 self._db.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
-                raise StoreWriteError(f"state: the change cannot be stored ({_why(exc)})") from None
+                raise self._refused(_why(exc), exc) from None
             try:
                 yield self._db
                 self._db.execute("COMMIT")
@@ -182,8 +224,15 @@ class Store:
                 with contextlib.suppress(sqlite3.Error):
                     self._db.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
-                    raise StoreWriteError(f"state: the change cannot be stored ({_why(exc)})") from None
+                    raise self._refused(_why(exc), exc) from None
                 raise
+            self.refusal = None
+
+    def _refused(self, why: str, exc: sqlite3.Error | None = None) -> StoreWriteError:
+        self.refusal = why
+        code = getattr(exc, "sqlite_errorcode", 0) or 0
+        self.refused_read_only = code & 0xFF == sqlite3.SQLITE_READONLY
+        return StoreWriteError(f"state: the change cannot be stored ({why})")
 
     # --- the state ----------------------------------------------------------------------------
     def document(self) -> dict[str, Any]:
@@ -250,6 +299,10 @@ class Store:
             rows = self._db.execute("SELECT doc FROM plans ORDER BY id").fetchall()
         return [json.loads(doc) for (doc,) in rows]
 
+    def meta(self, key: str) -> str | None:
+        """A value of the state's `meta` table (None when it has none)."""
+        return self._meta(key)
+
     def _meta(self, key: str) -> str | None:
         with self._lock:
             row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -277,6 +330,9 @@ def _write_whole(path: Path, option: str, fill: Callable[[sqlite3.Connection], N
     try:
         if path.exists():
             raise FileExistsError(path)
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()  # left by a crashed start of a process with this id
+        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT, 0o644))  # an OSError here says why it cannot
         with contextlib.closing(sqlite3.connect(tmp, isolation_level=None)) as db:
             fill(db)
         os.link(tmp, path)  # fails if `path` appeared meanwhile: nothing is overwritten

@@ -232,3 +232,34 @@ def test_calls_keep_off_pms_with_moves_and_may_not_take_them() -> None:
     with pytest.raises(ProtocolError, match="locked PMs"):
         d.run()
     assert policy.asked[-1] == (20.0, frozenset({0, 1}))
+
+
+def test_a_check_put_off_while_moves_run_is_made_once_a_move_ends_even_by_a_departure() -> None:
+    # A policy that, like TC, compacts only when no plan runs and asks again at once: its check at
+    # 20 s finds the PMs busy, so the loop waits for a move to end — here a's move, cut short by a's
+    # departure at 50 s — and then asks again.
+    class OneAtATime(FakePolicy):
+        next_t = 10.0
+
+        def next_check(self, now: float) -> float | None:
+            return max(self.next_t, now) if self.calls else None
+
+        def work(self, dc, now, locked=frozenset()):
+            self.asked.append((now, locked))
+            if locked:
+                return None
+            self.next_t = now + 10.0
+            (make,) = self.calls.pop(min(self.calls))
+            return make(dc, locked)
+
+    calls = moving({"a": at(1, (0, 0))})
+    calls[11.0] = moving({"b": at(1, (1, 0))})[10.0]
+    policy = OneAtATime(calls=calls)
+    d = Driver([pm("pm0"), pm("pm1")], policy, [(A7, at(0, (0, 0))), (B7, at(0, (1, 0)))])
+    policy.next_t = 10.0
+    d.depart_at(50.0, "a")
+    d.run()
+    asked = dict(reversed(policy.asked))  # the first ask at each time
+    assert sorted(asked) == [10.0, 20.0, 50.0]
+    assert asked[20.0] and not asked[50.0]  # busy at 20 s, free at 50 s
+    assert d.dc.placement["b"] == at(1, (1, 0))

@@ -13,7 +13,8 @@ import pytest
 
 from origamig.cluster.catalog import default_catalog
 from origamig.errors import CatalogError
-from origamig.serve.requests import RequestError, pod_entry
+from origamig.serve.pods import pod_entry
+from origamig.serve.requests import RequestError
 from origamig.serve.vgpu import RESOURCE_DOMAIN, read_vgpu_table, vgpu_table
 from tests.serve.test_serve_k8s import pod_args
 from tests.serve_helpers import EXAMPLES, ROOT, Server
