@@ -248,7 +248,7 @@ class Live:
         """Drop the oldest ended plans beyond those kept, from memory and the state
         (`plan_retention.py`; a plan that has just ended is among the newest, and stays)."""
         with self.lock:
-            for i in retire_ended_plans(self.plans, self.store):
+            for i in retire_ended_plans(self.plans, self.store, shown=self.frozen):
                 self.modeled_s.pop(i, None)
 
     def reload(self) -> None:

@@ -16,6 +16,7 @@ import pytest
 from origamig.judge.replay import replay_plan
 from origamig.runtime import remote_check
 from origamig.runtime.remote_check import run_check
+from origamig.serve import plan_retention
 from origamig.serve.bind import Binder
 from origamig.serve.fleet import Fleet
 from origamig.serve.live import Live
@@ -365,3 +366,22 @@ def test_the_walk_throughs_drain_and_node_add(tmp_path: Path) -> None:
     }  # fmt: skip
     assert c.post("/v1/pms/gpu-node-3/uncordon").json()["cordoned"] is False
     assert [p["id"] for p in snapshot(c)["pms"]] == ["gpu-node-2", "gpu-node-3"]
+
+
+def test_ended_plans_kept_as_last_shown_are_retired_with_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(plan_retention, "KEEP_ENDED_PLANS", 1)
+    _, c = fleet(tmp_path)
+    (first,) = c.post("/v1/pms/pm1/drain").json()["drain_plans"]  # e moves off pm1
+    now = c.get(f"/v1/plans/{first}").json()
+    while now["status"] == "running":
+        now = ack(c, first, now["ready_steps"][0]).json()
+    assert c.delete("/v1/pms/pm1").status_code == 204  # plan 1 is kept as last shown
+    assert c.get(f"/v1/plans/{first}").json()["status"] == "done"
+    (second,) = c.post("/v1/pms/pm0/drain").json()["drain_plans"]
+    assert c.delete(f"/v1/plans/{second}").json()["status"] == "cancelled"  # one more ended: 1 goes
+    assert c.get(f"/v1/plans/{first}").status_code == 404
+    assert [p["id"] for p in c.get("/v1/plans").json()["plans"]] == [second]
+    plans = c.get("/v1/status").json()["plans"]
+    assert (plans["done"], plans["cancelled"]) == (1, 1)
