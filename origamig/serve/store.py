@@ -286,7 +286,7 @@ class Store:
 
     def meta_value(self, key: str) -> Any:
         """The JSON value of `meta` entry `key` (None when it has none)."""
-        raw = self._meta(key)
+        raw = self.meta(key)
         return None if raw is None else json.loads(raw)
 
     @staticmethod

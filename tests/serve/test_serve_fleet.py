@@ -385,3 +385,10 @@ def test_ended_plans_kept_as_last_shown_are_retired_with_the_others(
     assert [p["id"] for p in c.get("/v1/plans").json()["plans"]] == [second]
     plans = c.get("/v1/status").json()["plans"]
     assert (plans["done"], plans["cancelled"]) == (1, 1)
+
+
+def test_a_removal_keeps_the_command_lines_intra_pm_moves(tmp_path: Path) -> None:
+    live, c = fleet(tmp_path)
+    live.intra_pm_moves = live.dc.intra_pm_moves = False  # `--intra-pm-moves false` (serve/opening.py)
+    assert c.delete("/v1/pms/pm2").status_code == 204
+    assert live.dc.intra_pm_moves is False and len(live.dc.pms) == 2
