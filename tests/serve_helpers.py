@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
@@ -179,3 +180,53 @@ def tls_server_files(folder: Path) -> tuple[list[str], ssl.SSLContext]:
     trust = ssl.create_default_context()
     ca.configure_trust(trust)
     return ["--tls-cert", str(cert), "--tls-key", str(key)], trust
+
+
+class AppClient:
+    """The service's application called in this process (no socket, no child), as an httpx client
+    calls it: `get`, `post`, `put`, `delete`."""
+
+    def __init__(self, app: Any, token: str = TOKEN) -> None:
+        self.app = app
+        self.headers = {"Authorization": f"Bearer {token}"}
+
+    def request(self, method: str, url: str, **options: Any) -> httpx.Response:
+        async def call() -> httpx.Response:
+            transport = httpx.ASGITransport(app=self.app)
+            async with httpx.AsyncClient(
+                transport=transport, base_url="http://service", headers=self.headers
+            ) as c:
+                return await c.request(method, url, **options)
+
+        return asyncio.run(call())
+
+    def get(self, url: str, **options: Any) -> httpx.Response:
+        return self.request("GET", url, **options)
+
+    def post(self, url: str, **options: Any) -> httpx.Response:
+        return self.request("POST", url, **options)
+
+    def put(self, url: str, **options: Any) -> httpx.Response:
+        return self.request("PUT", url, **options)
+
+    def delete(self, url: str, **options: Any) -> httpx.Response:
+        return self.request("DELETE", url, **options)
+
+
+def in_process(
+    tmp: Path, seed: Path | dict, platform: str | None = None, **options: Any
+) -> tuple[Any, AppClient]:
+    """A live state seeded from `seed` (a snapshot file or document) in `tmp`, with OrigaMIG `options`
+    (default: no check ever due) and `--platform`, and a client of its application (no optimizer)."""
+    from origamig.policies.base import make_policy
+    from origamig.serve.app import build_app
+    from origamig.serve.live import Live
+    from origamig.serve.platform import Platform, apply_platform
+    from origamig.serve.store import Store
+    from origamig.snapshot.document import load_snapshot
+
+    doc = load_snapshot(seed).document if isinstance(seed, Path) else seed
+    policy = make_policy("origamig", **({"check_interval_s": 1e9} | options))
+    live = Live(Store.create(tmp / "state.db", doc), policy)
+    apply_platform(live, Platform(platform) if platform is not None else None)
+    return live, AppClient(build_app(live, TOKEN))

@@ -18,6 +18,7 @@ class CallKind(StrEnum):
     CONSOLIDATION = "consolidation"  # OrigaMIG's (one GPU class) and GRMU's: free GPUs and servers
     COMPACTION = "compaction"  # TC's moves
     DESCHEDULE = "deschedule"  # FGD's re-placements
+    DRAIN = "drain"  # the service's: empty one server (`policies/drain.py`)
 
 
 class ScopeMode(StrEnum):

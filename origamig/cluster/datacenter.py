@@ -45,16 +45,7 @@ class DataCenter:
     def __init__(self, pms: Sequence[PmSpec], intra_pm_moves: bool = True) -> None:
         self.pms: tuple[PmSpec, ...] = tuple(pms)
         self.intra_pm_moves = intra_pm_moves
-        self._pm: list[PmRecord] = [
-            PmRecord(
-                spec=p,
-                gpus=[GpuRecord(g, geometry(g)) for g in p.gpus],
-                free_cpu_m=p.cpu_m,
-                free_ram_mb=p.ram_mb,
-                free_mem=sum(g.memory_slices for g in p.gpus),
-            )
-            for p in self.pms
-        ]
+        self._pm: list[PmRecord] = [_empty_record(p) for p in self.pms]
         self._owned: set[int] | None = None  # PMs whose records this state alone holds (None: all)
         self._journal: list[int] = []  # the PMs changed, in order (`journal`)
         self.index: dict[str, int] = {p.id: j for j, p in enumerate(self.pms)}
@@ -186,6 +177,40 @@ class DataCenter:
         return pm.free_cpu_m >= vm.cpu_m and pm.free_ram_mb >= vm.ram_mb
 
     # --- mutation ----------------------------------------------------------------------------
+    def add_pm(self, spec: PmSpec) -> int:
+        """Add the empty PM `spec` after the others (its index, returned, is the last; no other PM's
+        index changes), as if the state had been built with it. Copies made before keep their PMs,
+        and the state starts a new journal (`journal`: every reader looks at every PM again).
+        `PlacementError` for a known id or a GPU class of another geometry."""
+        if spec.id in self.index:
+            raise PlacementError(f"PM id {spec.id!r} is already known")
+        for g in spec.gpus:
+            known = self.class_slices.get(g.gpu_class, g.memory_slices)
+            if known != g.memory_slices:
+                raise PlacementError(f"GPU class {g.gpu_class} mixes models with different slice counts")
+        j = len(self.pms)
+        # New containers throughout: a copy shares the old ones (`copy`) and must not see the new PM.
+        self.pms = (*self.pms, spec)
+        self._pm = [*self._pm, _empty_record(spec)]
+        if self._owned is not None:
+            self._owned.add(j)
+        self.index = {**self.index, spec.id: j}
+        self.class_pms = {h: list(pms) for h, pms in self.class_pms.items()}
+        for h in spec.gpu_classes:
+            self.class_pms.setdefault(h, []).append(j)
+        self.active_gpus, self.placed_slices = dict(self.active_gpus), dict(self.placed_slices)
+        self.class_slices = dict(self.class_slices)
+        for g in spec.gpus:
+            self.active_gpus.setdefault(g.gpu_class, 0)
+            self.placed_slices.setdefault(g.gpu_class, 0)
+            self.class_slices.setdefault(g.gpu_class, g.memory_slices)
+        if not spec.gpus:
+            self.no_gpu_pms = [*self.no_gpu_pms, j]
+            self._cmax = max(self.pms[k].cpu_m for k in self.no_gpu_pms)
+            self._rmax = max(self.pms[k].ram_mb for k in self.no_gpu_pms)
+        self._journal = []
+        return j
+
     def add_pending(self, vm: VmSpec) -> None:
         if vm.id in self.vms or vm.id in self.pending:
             raise PlacementError(f"VM id {vm.id!r} is already known")
@@ -474,3 +499,14 @@ class DataCenter:
             self.active_pms -= 1
             if not pm.gpus:
                 self.no_gpu_active -= 1
+
+
+def _empty_record(p: PmSpec) -> PmRecord:
+    """The record of PM `p` with nothing on it."""
+    return PmRecord(
+        spec=p,
+        gpus=[GpuRecord(g, geometry(g)) for g in p.gpus],
+        free_cpu_m=p.cpu_m,
+        free_ram_mb=p.ram_mb,
+        free_mem=sum(g.memory_slices for g in p.gpus),
+    )

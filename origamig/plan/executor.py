@@ -18,7 +18,8 @@ candidates; the one whose removal would make the most steps ready is parked (tie
 `target`) on
 
 - free slices of its class that no remaining step's new GIs need, and
-- on another PM, free CPU/RAM beyond what the remaining steps arriving there need,
+- on another PM (not one kept off: `keep_off`), free CPU/RAM beyond what the remaining steps arriving
+  there need,
 
 on its own PM first (only when it blocks nobody through CPU/RAM, so moving its GIs is enough: a VM
 that blocks only itself moves one GI, any other moves every GI that sits on needed slices), then on
@@ -85,17 +86,19 @@ def plan_migrations(
     target: Mapping[str, Placement],
     *,
     bandwidth_gbit_s: float = DEFAULT_BANDWIDTH_GBIT_S,
+    keep_off: frozenset[int] = frozenset(),
 ) -> Plan | Infeasible:
     """Order the moves from `current` to `target` into an always-valid plan (see the module doc).
 
     `target` gives the new placement of VMs that move (running in `current`) or start (pending in
     `current`); running VMs not in `target` stay. `current` is never mutated. A target that is not
-    a valid final state, or names unknown VMs, raises `PlacementError`.
+    a valid final state, or names unknown VMs, raises `PlacementError`. No VM parks on a PM of
+    `keep_off` it does not run on (cordoned servers: nothing new lands there).
     """
     if not bandwidth_gbit_s > 0:
         raise UserError(f"bandwidth_gbit_s: {bandwidth_gbit_s!r} must be positive")
     _validate_target(current, target)
-    return _Planner(current, target, bandwidth_gbit_s).run()
+    return _Planner(current, target, bandwidth_gbit_s, keep_off).run()
 
 
 def _validate_target(current: DataCenter, target: Mapping[str, Placement]) -> None:
@@ -112,9 +115,16 @@ def _validate_target(current: DataCenter, target: Mapping[str, Placement]) -> No
 class _Planner:
     """Plans on a copy of the state; `run` returns the plan or Infeasible (the copy is discarded)."""
 
-    def __init__(self, current: DataCenter, target: Mapping[str, Placement], bandwidth: float) -> None:
+    def __init__(
+        self,
+        current: DataCenter,
+        target: Mapping[str, Placement],
+        bandwidth: float,
+        keep_off: frozenset[int] = frozenset(),
+    ) -> None:
         self.dc = current.copy()
         self.bandwidth = bandwidth
+        self.keep_off = keep_off  # PMs no VM parks on
         self.was_active = current.is_active  # `current` is not changed while the plan is made
         self.remaining: dict[str, _Move] = {}
         for n, (v, pl) in enumerate(target.items()):
@@ -379,11 +389,13 @@ class _Planner:
         return None
 
     def _other_pms(self, here: int) -> Iterable[int]:
-        """Other PMs: those on (or that the plan switches on) first, then the off ones; index order."""
+        """Other PMs, but those kept off: those on (or that the plan switches on) first, then the off
+        ones; index order."""
         targets = {mv.target.pm for mv in self.remaining.values()}
         pms = range(len(self.dc.pms))
         on = {j for j in pms if self.dc.is_active(j) or j in targets or j in self.used_pms}
-        return sorted((j for j in pms if j != here), key=lambda j: (j not in on, j))
+        others = (j for j in pms if j != here and j not in self.keep_off)
+        return sorted(others, key=lambda j: (j not in on, j))
 
     def _fit_gis(
         self, vm: VmSpec, j: int, reserved: _Freed, keep: Placement | None

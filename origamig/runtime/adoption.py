@@ -38,25 +38,35 @@ def runs_now(dc: DataCenter, plan: Plan, model: MigrationModel) -> bool:
     return True
 
 
-def plans_for(dc: DataCenter, target: Mapping[str, Placement], model: MigrationModel) -> list[Plan]:
+def plans_for(
+    dc: DataCenter,
+    target: Mapping[str, Placement],
+    model: MigrationModel,
+    keep_off: frozenset[int] = frozenset(),
+) -> list[Plan]:
     """A plan for `target` on `dc`; when it has none as a whole, one for each of its parts (VMs
-    connected by the PMs they leave and reach) that has one."""
-    whole = _plan(dc, target, model)
+    connected by the PMs they leave and reach) that has one. No VM parks on a PM of `keep_off`."""
+    whole = _plan(dc, target, model, keep_off)
     if whole is not None:
         return [whole]
     out = []
     for part in target_parts(target, dc):
-        plan = _plan(dc, part, model)
+        plan = _plan(dc, part, model, keep_off)
         if plan is not None:
             out.append(plan)
     return out
 
 
-def replan(dc: DataCenter, target: Mapping[str, Placement], model: MigrationModel) -> list[Plan]:
+def replan(
+    dc: DataCenter,
+    target: Mapping[str, Placement],
+    model: MigrationModel,
+    keep_off: frozenset[int] = frozenset(),
+) -> list[Plan]:
     """Plans for the rest of a stale plan: `target` where it still fits (`plans_for`), and a VM whose
     target no longer fits refitted on its target PM (the default GI placement, on the state the
-    other plans leave), for a VM that changes PM or starts."""
-    plans = plans_for(dc, target, model)
+    other plans leave), for a VM that changes PM or starts. No VM parks on a PM of `keep_off`."""
+    plans = plans_for(dc, target, model, keep_off)
     covered = {s.vm for p in plans for s in p.steps if hasattr(s, "vm")}
     missing = [v for v in target if v not in covered]
     if not missing:
@@ -76,12 +86,14 @@ def replan(dc: DataCenter, target: Mapping[str, Placement], model: MigrationMode
             if pl is not None and pl != target[v]:
                 refitted[v] = pl
                 break
-    return plans + plans_for(dc, refitted, model) if refitted else plans
+    return plans + plans_for(dc, refitted, model, keep_off) if refitted else plans
 
 
-def _plan(dc: DataCenter, target: Mapping[str, Placement], model: MigrationModel) -> Plan | None:
+def _plan(
+    dc: DataCenter, target: Mapping[str, Placement], model: MigrationModel, keep_off: frozenset[int]
+) -> Plan | None:
     try:
-        plan = plan_migrations(dc, dict(target), bandwidth_gbit_s=model.bandwidth_gbit_s)
+        plan = plan_migrations(dc, dict(target), bandwidth_gbit_s=model.bandwidth_gbit_s, keep_off=keep_off)
     except PlacementError:
         return None
     return plan if isinstance(plan, Plan) else None

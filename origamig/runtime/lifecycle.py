@@ -4,7 +4,7 @@ A `Runtime` holds the state (`DataCenter`), the policy, the calls solving and th
 (`PlanBook`), and runs the policy's life cycle through its Protocol (`policies/base.py`):
 
 - `arrive`: the policy places the request, defers it to the pending queue, or rejects it. Arrivals
-  use every resource that no move under way holds (docs/plans.md#holds): nothing else is locked.
+  use every resource that no move under way holds (docs/plans.md#holds), off cordoned PMs only.
 - `record`: a VM that others placed (a scheduler bound it): where a move under way holds what it
   needs, that move yields (if nothing of it was carried out yet) and its plan is planned again.
 - `depart`: the VM leaves the state with its moves, then the policy is told.
@@ -14,6 +14,9 @@ A `Runtime` holds the state (`DataCenter`), the policy, the calls solving and th
   is adopted on the live state as it is now (`PlanBook.adopt`) and its plans start; the policy is told.
 - `step_done` / `move_done`: the controller carried out a step (the platform, one at a time) or all
   of a move's steps (a simulated controller, at the move's modeled end).
+- `cordon` / `uncordon`: PMs nothing new lands on — no arrival, no call (calls keep off them as off
+  busy PMs), no VM of a target adopted later, no parking move; the VMs there stay until they leave or
+  a plan moves them off (a drain: a call whose target a rule computed, started and ended at once).
 
 What differs between drivers goes through a small `Effects` interface: the simulator records metrics
 and schedules events (call ends at their modeled time, move ends, departures); the service stores
@@ -107,13 +110,27 @@ class Runtime:
         self.plans.effects = effects
 
     def locked(self, now: float) -> frozenset[int]:
-        """The PMs the next calls keep off (running plans' moves, PMs backing off)."""
-        return self.plans.busy_pms(now)
+        """The PMs the next calls keep off (running plans' moves, PMs backing off, cordoned PMs)."""
+        return self.plans.busy_pms(now) | self.plans.cordoned
+
+    @property
+    def cordoned(self) -> frozenset[int]:
+        """The PMs nothing new lands on (module doc)."""
+        return self.plans.cordoned
+
+    def cordon(self, j: int) -> None:
+        """Nothing new lands on PM j from now on (module doc)."""
+        self.plans.cordoned = self.plans.cordoned | {j}
+        self.effects.touched([j])
+
+    def uncordon(self, j: int) -> None:
+        self.plans.cordoned = self.plans.cordoned - {j}
+        self.effects.touched([j])
 
     # --- requests ------------------------------------------------------------------------------
     def arrive(self, vm: VmSpec, now: float) -> ArrivalDecision:
-        """The policy's decision on an arriving VM, carried out on the state."""
-        decision = self.policy.arrive(self.dc, vm, now, frozenset())
+        """The policy's decision on an arriving VM (off cordoned PMs), carried out on the state."""
+        decision = self.policy.arrive(self.dc, vm, now, self.plans.cordoned)
         if isinstance(decision, Placed):
             self.dc.place(vm, decision.placement)
             self.effects.placed(vm, decision.placement, now)

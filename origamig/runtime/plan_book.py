@@ -13,6 +13,10 @@ destination is free. It then holds that destination (`DataCenter.hold`) and noth
 steps are done (`step_done`): its `migrate` moves the VM (its old GIs stay held until their
 `destroy_gi`), its `start` starts it.
 
+A target is adopted without what it would land on a cordoned PM (`cordoned`: nothing new lands
+there, parking moves included) and without the VMs a running plan moves (a drain adopted while the
+call solved).
+
 One rule for a changed state: a move whose turn came but whose destination was taken meanwhile —
 not by a move under way, which ends — makes its plan stale: no more of its moves start, and once
 those running have ended the rest is planned again from the live state (or dropped when that finds
@@ -82,16 +86,23 @@ class PlanBook(PlanEnds):
 
     # --- adoption ------------------------------------------------------------------------------
     def adopt(self, work: Work, now: float) -> list[PlanRun]:
-        """The plans of applied call `work`, adopted on the live state now (module doc)."""
+        """The plans of applied call `work`, adopted on the live state now (module doc): without the
+        VMs that left, that a running plan moves (one adopted while the call solved: a drain), or that
+        would land on a cordoned PM."""
         dc = self.dc
-        target = {v: pl for v, pl in work.target.items() if v in dc.vms or v in dc.pending}
+        moved = {m.vm for p in self.running() for m in p.live_moves() if m.vm is not None}
+        target = {
+            v: pl
+            for v, pl in work.target.items()
+            if (v in dc.vms or v in dc.pending) and v not in moved and not self._lands_cordoned(v, pl.pm)
+        }
         if not target:
             return []
         kept = work.plan if len(target) == len(work.target) else None
-        if kept is not None and runs_now(dc, kept, self.model):
+        if kept is not None and runs_now(dc, kept, self.model) and not self._parks_cordoned(kept.steps):
             plans = [kept]
         else:
-            plans = plans_for(dc, target, self.model)
+            plans = plans_for(dc, target, self.model, self.cordoned)
         runs: list[PlanRun] = []
         for plan in plans:
             for steps in parts(plan.steps, dc):
@@ -101,6 +112,24 @@ class PlanBook(PlanEnds):
             first.rejected = tuple(v for v in work.rejected)
             first.rejected_reasons = dict(work.reasons)
         return runs
+
+    def _lands_cordoned(self, vm: str, j: int) -> bool:
+        """VM `vm` going to PM j is something new landing on a cordoned PM (not a move inside it)."""
+        here = self.dc.placement.get(vm)
+        return j in self.cordoned and (here is None or here.pm != j)
+
+    def _parks_cordoned(self, steps: Sequence[Step]) -> bool:
+        """Some step of `steps` lands a VM on a cordoned PM (a parking move, in a plan made before
+        the cordon)."""
+        if not self.cordoned:
+            return False
+        index = self.dc.index
+        for s in steps:
+            if isinstance(s, Migrate) and s.from_pm != s.to_pm and index[s.to_pm] in self.cordoned:
+                return True
+            if isinstance(s, Start) and index[s.pm] in self.cordoned:
+                return True
+        return False
 
     def _open(self, work: Work, steps: Sequence[Step], now: float) -> PlanRun:
         """A new running plan of `steps` (its starts' VMs leave the queue)."""
@@ -254,7 +283,7 @@ class PlanBook(PlanEnds):
         waiting = list(run.reserved.values())
         run.reserved = {}
         dc.requeue(waiting)
-        plans = replan(dc, final, self.model) if final else []
+        plans = replan(dc, final, self.model, self.cordoned) if final else []
         steps = [s for p in plans for s in p.steps]
         run.stale = False
         run.replans += 1

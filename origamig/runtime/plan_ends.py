@@ -36,6 +36,11 @@ class PlanEnds:
     """The records of a plan book and how its plans end (module doc); `PlanBook` adds how they start
     and move on."""
 
+    # PMs nothing new lands on (cordoned): no arrival, no call, no VM of an adopted target, no parking
+    # move; the VMs on them stay until they leave or are moved off. A class default: checkpoints
+    # pickled before it existed read back with none.
+    cordoned: frozenset[int] = frozenset()
+
     def __init__(
         self,
         dc: DataCenter,

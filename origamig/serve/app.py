@@ -28,6 +28,8 @@ from origamig.runtime.plan_run import ACKNOWLEDGED, StepStatus
 from origamig.serve.arrivals import ArrivalStatus, Conflict, DuplicateVm
 from origamig.serve.bind import Binder
 from origamig.serve.door import body_problems, id_problem, plain_int
+from origamig.serve.fleet import Fleet, UnknownPm
+from origamig.serve.host_gis import compare
 from origamig.serve.k8s import filter_nodes, prioritize_nodes
 from origamig.serve.kubevirt import kubevirt_flow
 from origamig.serve.live import Live
@@ -89,11 +91,11 @@ def error_response(status: int, problems: list[str]) -> JSONResponse:
     return JSONResponse({"error": "; ".join(problems), "problems": problems}, status_code=status)
 
 
-async def read_json(request: Request) -> Any:
-    """The request's JSON body, refused with 415, 413 or 400."""
-    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if kind != "application/json":
-        raise HttpError(415, f"Content-Type: {kind or 'none'!r} is not application/json")
+async def read_text(request: Request, kind: str = "application/json", what: str = "") -> str:
+    """The request's body as text of Content-Type `kind`, refused with 415, 413 or 400."""
+    given = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if given != kind:
+        raise HttpError(415, f"Content-Type: {given or 'none'!r} is not {kind}{what}")
     declared = plain_int(request.headers.get("content-length", ""), 30)
     if declared is not None and declared > MAX_BODY:
         raise HttpError(413, f"body: {declared} bytes is more than the limit of {MAX_BODY}")
@@ -103,9 +105,14 @@ async def read_json(request: Request) -> Any:
         if len(body) > MAX_BODY:
             raise HttpError(413, f"body: more than the limit of {MAX_BODY} bytes")
     try:
-        text = body.decode("utf-8")
+        return body.decode("utf-8")
     except UnicodeDecodeError:
         raise HttpError(400, "body: not UTF-8 text") from None
+
+
+async def read_json(request: Request) -> Any:
+    """The request's JSON body, refused with 415, 413 or 400."""
+    text = await read_text(request)
     try:
         doc = parse_json_text(text, "body", RequestError)
     except RequestError as exc:
@@ -120,7 +127,7 @@ async def read_json(request: Request) -> Any:
 REFUSALS: tuple[tuple[type[Exception] | tuple[type[Exception], ...], int], ...] = (
     (StoreWriteError, 503),
     ((DuplicateVm, StepConflict, Conflict), 409),
-    (UnknownPlan, 404),
+    ((UnknownPlan, UnknownPm), 404),
     (UserError, 400),
 )
 
@@ -146,6 +153,13 @@ def path_number(request: Request, param: str, what: str) -> int:
     return number
 
 
+def pm_id(request: Request) -> str:
+    raw: str = request.path_params["pm_id"]
+    if id_problem(raw, "pm") is not None:
+        raise HttpError(404, f"pm: an id of {len(raw)} characters is not a server of the service")
+    return raw
+
+
 def plan_id(request: Request) -> int:
     return path_number(request, "plan_id", "plan id")
 
@@ -164,6 +178,7 @@ class Routes:
         self.clock = clock
         self.optimizer = optimizer
         self.desk = PlanDesk(live)
+        self.fleet = Fleet(live)
         self.binder = binder if binder is not None else Binder(live, None)
 
     # --- probes and status ---------------------------------------------------------------------
@@ -232,6 +247,35 @@ class Routes:
 
     async def k8s_prioritize(self, request: Request) -> Response:
         return JSONResponse(await run_in_threadpool(prioritize_nodes, self.live, await read_json(request)))
+
+    # --- the fleet -----------------------------------------------------------------------------
+    async def get_pm(self, request: Request) -> Response:
+        return JSONResponse(await run_in_threadpool(self.fleet.view, pm_id(request)))
+
+    async def put_pm(self, request: Request) -> Response:
+        body = await read_json(request)
+        return JSONResponse(await run_in_threadpool(self.fleet.add, pm_id(request), body), status_code=201)
+
+    async def delete_pm(self, request: Request) -> Response:
+        await run_in_threadpool(self.fleet.remove, pm_id(request))
+        return Response(status_code=204)
+
+    async def cordon_pm(self, request: Request) -> Response:
+        return JSONResponse(await run_in_threadpool(self.fleet.cordon, pm_id(request)))
+
+    async def uncordon_pm(self, request: Request) -> Response:
+        return JSONResponse(await run_in_threadpool(self.fleet.uncordon, pm_id(request)))
+
+    async def drain_pm(self, request: Request) -> Response:
+        return JSONResponse(await run_in_threadpool(self.fleet.drain, pm_id(request)))
+
+    async def pm_lgi(self, request: Request) -> Response:
+        text = await read_text(request, "text/plain", " (send the output of nvidia-smi mig -lgi as it is)")
+        dry = request.query_params.get("dry_run", "false")
+        if dry not in ("true", "false"):
+            raise HttpError(400, f"dry_run: {dry[:40]!r} is not true or false")
+        answer = await run_in_threadpool(compare, self.live, pm_id(request), text, dry == "true")
+        return JSONResponse(answer)
 
     # --- plans ---------------------------------------------------------------------------------
     async def list_plans(self, request: Request) -> Response:
@@ -331,6 +375,13 @@ def build_app(
         Route("/v1/vms", guarded(r.post_vm), methods=["POST"]),
         Route("/v1/vms/{vm_id:path}", guarded(r.delete_vm), methods=["DELETE"]),
         Route("/v1/vms/{vm_id:path}", guarded(r.get_vm), methods=["GET"]),
+        Route("/v1/pms/{pm_id:path}/cordon", guarded(r.cordon_pm), methods=["POST"]),
+        Route("/v1/pms/{pm_id:path}/uncordon", guarded(r.uncordon_pm), methods=["POST"]),
+        Route("/v1/pms/{pm_id:path}/drain", guarded(r.drain_pm), methods=["POST"]),
+        Route("/v1/pms/{pm_id:path}/lgi", guarded(r.pm_lgi), methods=["POST"]),
+        Route("/v1/pms/{pm_id:path}", guarded(r.get_pm), methods=["GET"]),
+        Route("/v1/pms/{pm_id:path}", guarded(r.put_pm), methods=["PUT"]),
+        Route("/v1/pms/{pm_id:path}", guarded(r.delete_pm), methods=["DELETE"]),
         Route("/v1/plans", guarded(r.list_plans), methods=["GET"]),
         Route("/v1/plans/{plan_id}", guarded(r.get_plan), methods=["GET"]),
         Route("/v1/plans/{plan_id}", guarded(r.cancel_plan), methods=["DELETE"]),

@@ -195,6 +195,11 @@ class Binder:
         if not entry.get("gis"):
             return False, {NODE_ANNOTATION: node}
         live = self.live
+        with live.lock:
+            j = live.dc.index.get(node)
+            cordoned = j is not None and j in live.runtime.cordoned
+        if cordoned and migration_target(live, entry["id"]) is None:
+            raise Conflict(f"{node} is cordoned: nothing new lands on it")
         try:
             arrival = live.arrive({**entry, "pm": node})
             recorded = True

@@ -9,9 +9,10 @@ the rule's own order, 0 where the pod does not fit. A pod without MIG resources 
 node passes, scores 0. Both only read the state: the pod is placed when the VM platform posts it
 (`POST /v1/vms`).
 
-A move under way holds only what it uses (docs/plans.md#holds), and no pod is refused only because
-of a plan: when the pod fits no node as the state is, the nodes where it fits once the moves with
-nothing carried out yet give way pass — posted there, it takes the place and those moves yield.
+A cordoned node passes no pod (docs/service.md#the-fleet-as-it-changes). A move under way holds only
+what it uses (docs/plans.md#holds), and no pod is refused only because of a plan: when the pod fits
+no node as the state is, the nodes where it fits once the moves with nothing carried out yet give
+way pass — posted there, it takes the place and those moves yield.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from origamig.serve.requests import RequestError, read_vm_entry
 
 MAX_PRIORITY = 10  # kube-scheduler's MaxExtenderPriority
 NOT_A_PM = "not a PM of the origamig snapshot"
+CORDONED = "cordoned: nothing new lands on it (POST /v1/pms/{id}/uncordon)"
 
 
 def candidate_names(args: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]] | None]:
@@ -73,10 +75,13 @@ def _verdicts(live: Live, vm: VmSpec, names: list[str]) -> dict[str, tuple[Any, 
         dc = live.dc
         member_of = [live.class_members.get(h, frozenset()) for h in vm.gpu_classes]
         asked: dict[int, int] = {}  # PM → its version, for the nodes judged by the rule
+        cordoned = live.runtime.cordoned
         for name in names:
             j = dc.index.get(name)
             if j is None:
                 out[name] = (None, NOT_A_PM)
+            elif j in cordoned:
+                out[name] = (None, CORDONED)
             elif not any(j in members for members in member_of):
                 models = " or ".join(dict.fromkeys(c[0].gpu_model for c in vm.gi_choices))
                 out[name] = (None, f"no {models} GPU")
@@ -110,9 +115,13 @@ def _yielding(live: Live, vm: VmSpec, names: list[str]) -> dict[str, tuple[Any, 
         for key in live.runtime.plans.yieldable():
             probe.unhold(key)
         out: dict[str, tuple[Any, str]] = {}
+        cordoned = live.runtime.cordoned
         for name in names:
             j = probe.index.get(name)
-            out[name] = (None, NOT_A_PM) if j is None else _verdict(probe, j, vm, fit)
+            if j is None or j in cordoned:
+                out[name] = (None, NOT_A_PM if j is None else CORDONED)
+            else:
+                out[name] = _verdict(probe, j, vm, fit)
     return out
 
 

@@ -12,21 +12,22 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import pickle
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from origamig.cluster.datacenter import DataCenter
+from origamig.call.kinds import CallKind
 from origamig.cluster.records import Placement, VmSpec
-from origamig.errors import SnapshotError
 from origamig.policies.base import Deferred, Policy, Rejection, Work
-from origamig.runtime.lifecycle import CallEnd, Runtime
-from origamig.runtime.loop import Loop
+from origamig.runtime.lifecycle import CallEnd
 from origamig.runtime.migration import MigrationModel, Move
 from origamig.runtime.plan_run import PlanRun
 from origamig.runtime.remote_check import Recording
+from origamig.serve import found_gis
 from origamig.serve.arrivals import (
     Arrival,
     ArrivalStatus,
@@ -36,31 +37,34 @@ from origamig.serve.arrivals import (
 )
 from origamig.serve.events_log import plan_created
 from origamig.serve.events_log import plan_ended as log_plan_ended
+from origamig.serve.live_load import SIMULATED as SIMULATED
+from origamig.serve.live_load import Loaded, load
 from origamig.serve.plan_gain import snapshot_gain
 from origamig.serve.plan_retention import retire_ended_plans
-from origamig.serve.plans import from_store, held_resources, to_store
-from origamig.serve.platform import MoveRules, enforce
-from origamig.serve.requests import EntryContext, most_gis, read_vm_entry
-from origamig.serve.snapshot_view import SnapshotView
-from origamig.serve.store import Store, StoreError
+from origamig.serve.plans import held_resources, to_store
+from origamig.serve.platform import MoveRules
+from origamig.serve.requests import read_vm_entry
+from origamig.serve.store import Store
 from origamig.serve.verdicts import VerdictCache
-from origamig.snapshot.document import parse_snapshot, placement_json
+from origamig.snapshot.document import placement_json
 
 REJECTED_BY_CALL = "an optimizer {kind} call left it out (it left the pending queue)"
-PLATFORM, SIMULATED = "platform", "simulated"  # who carries out the plans' steps (`--controller`)
+PLATFORM = "platform"  # who carries out the plans' steps (`--controller`): the platform, or SIMULATED
 
 
 @dataclass
 class Dirty:
     """What a change did that the store must learn: placements set (None: pending again), plans
-    changed, VMs rejected by a call (with why)."""
+    changed, VMs rejected by a call (with why), the seed's PMs, the GIs found on hosts."""
 
     placements: dict[str, Placement | None] = field(default_factory=dict)
     plans: set[int] = field(default_factory=set)
     rejected: dict[str, str] = field(default_factory=dict)
+    seed: bool = False  # the fleet changed (a server added, cordoned or uncordoned)
+    found: bool = False  # the GIs found on hosts changed
 
     def __bool__(self) -> bool:
-        return bool(self.placements or self.plans or self.rejected)
+        return bool(self.placements or self.plans or self.rejected or self.seed or self.found)
 
 
 class Live:
@@ -88,43 +92,64 @@ class Live:
         self.started_log: list[tuple[str, float]] | None = None  # VMs plans started (a replay reads it)
         self.dirty = Dirty()
         self.move_rules = MoveRules()  # what the platform cannot move (`serve/platform.py`)
+        self.intra_pm_moves: bool | None = None  # `--intra-pm-moves` (None: the seed's)
+        self.generation = 0  # bumped when the fleet is read anew (`rebuild`)
+        self._fresh_policy = pickle.dumps(policy)  # the policy as it starts: a rebuild's, as a restart's
         self._load(policy)
 
     def _load(self, policy: Policy) -> None:
         """The live state as the store has it (at start, and after a store failure)."""
-        store = self.store
-        document = store.document()
-        try:
-            snap = parse_snapshot(_switched_on(document))
-        except SnapshotError as exc:
-            raise StoreError([f"--state: {store.path}: {line}" for line in exc.problems]) from None
-        self.seed = dataclasses.replace(snap, document={k: v for k, v in document.items() if k != "vms"})
-        self.dc: DataCenter = snap.datacenter()
-        entries = ({k: v for k, v in vm.items() if k != "placement"} for vm in document["vms"])
-        self.view = SnapshotView(self.seed.document, self.dc.pms, entries)
-        self.request_context = EntryContext.of(snap)  # what each VM request is read against
-        self.most_gis = most_gis(self.dc.pms)  # a request for more GIs is refused at once
-        # The PMs of each GPU class (they never change while the service runs): the extender's test
-        # that a node can host a pod at all.
-        self.class_members = {h: frozenset(pms) for h, pms in self.dc.class_pms.items()}
+        self._take(self._read(policy))
+
+    def _read(self, policy: Policy) -> Loaded:
+        """The state of the store, built aside (`serve/live_load.py`)."""
+        return load(
+            self.store,
+            policy,
+            self,
+            controller=self.controller,
+            migration=self.migration,
+            platform=self.move_rules.platform,
+            intra_pm_moves=self.intra_pm_moves,
+            now=self.now,
+        )
+
+    def _take(self, loaded: Loaded) -> None:
+        """Make `loaded` the live state (with the state lock held, or before any reader runs)."""
+        self.seed = loaded.seed
+        self.dc = loaded.dc
+        self.view = loaded.view
+        self.request_context = loaded.request_context
+        self.most_gis = loaded.most_gis
+        self.class_members = loaded.class_members
         self.pm_version = [0] * len(self.dc.pms)  # bumped whenever a PM's resources change (`touched`)
-        simulated = self.controller == SIMULATED
-        self.runtime = Runtime(self.dc, policy, self, self.migration, confirm_orphans=not simulated)
-        self.loop = Loop(self.runtime, simulated_controller=simulated)
-        stored = store.plans()
-        runs = [from_store(doc, self.dc, self.dc.pending) for doc in stored]
-        for run in runs:  # VMs a running plan is to start wait in it, not in the queue
-            for v in run.reserved:
-                self.dc.drop_pending(v)
-        self.runtime.plans.restore(runs)
-        self.modeled_s = {doc["id"]: doc.get("modeled_s", 0.0) for doc in stored}
-        self.rejected: dict[str, str] = store.rejected()  # VM id → why the optimizer gave up on it
+        self.runtime = loaded.runtime
+        self.loop = loaded.loop
+        self.modeled_s = loaded.modeled_s
+        self.rejected = loaded.rejected
+        self.frozen = loaded.frozen  # ended plans that name a removed server: as last shown
+        self.found = loaded.found  # GIs found on hosts (`serve/found_gis.py`)
+        self.move_rules = loaded.move_rules
         self.dirty = Dirty()
-        enforce(self, self.move_rules)
-        if simulated:  # a simulated controller carries on with the moves under way
-            for run in self.runtime.plans.running():
-                for m in run.running_moves():
-                    self.loop.move_started(run, m, run.started_s[m.n] or self.now())
+
+    def refleet(self, write: Callable[[sqlite3.Connection], None], now: float) -> None:
+        """Change the stored fleet with `write` (in one transaction) and read the whole state back
+        from the store as a restart does, with a fresh policy: PMs are numbered anew (a server was
+        removed). Call with `writing` held; readers go on while the state is read. A state that cannot
+        be read back changes nothing. Calls solving are dropped (they were chosen on the fleet as it
+        was); the PMs backing off keep backing off."""
+        backoff = {self.dc.pms[j].id: b for j, b in self.runtime.plans.backoff.items()}
+        with self.store.transaction() as db:
+            write(db)
+            loaded = self._read(pickle.loads(self._fresh_policy))  # reads the change not yet committed
+        index = loaded.dc.index
+        loaded.runtime.plans.backoff = {index[p]: b for p, b in backoff.items() if p in index}
+        with self.lock:
+            self._take(loaded)
+            self.verdicts = VerdictCache()  # its PM numbers are the old fleet's
+            self.generation += 1  # a check solving now is dropped (`Optimizer.check`)
+            self.recording = None
+            self.loop.settle(now)
 
     @property
     def policy(self) -> Policy:
@@ -206,6 +231,10 @@ class Live:
                     self.store.reject_vm(db, v, why)
                 for i in sorted(dirty.plans):
                     self.store.put_plan(db, i, to_store(self.plans[i], dc, self.modeled_s.get(i, 0.0)))
+                if dirty.seed:
+                    self.store.put_meta(db, "seed", self.seed.document)
+                if dirty.found:
+                    self.store.put_meta(db, found_gis.META_KEY, found_gis.stored(self.found.values()))
         except BaseException:
             self.reload()
             raise
@@ -219,7 +248,7 @@ class Live:
         """Drop the oldest ended plans beyond those kept, from memory and the state
         (`plan_retention.py`; a plan that has just ended is among the newest, and stays)."""
         with self.lock:
-            for i in retire_ended_plans(self.plans, self.store):
+            for i in retire_ended_plans(self.plans, self.store, shown=self.frozen):
                 self.modeled_s.pop(i, None)
 
     def reload(self) -> None:
@@ -242,8 +271,7 @@ class Live:
                     raise DuplicateVm(f"id: {vm.id!r} is already known")
                 now = self.now()
                 if "pm" in raw or "placement" in raw:
-                    given = placed_by_others(self.runtime, raw, vm)
-                    self.runtime.record(vm, given, now)
+                    self._record(vm, raw, now)
                     decision: Any = None
                 else:
                     decision = self.runtime.arrive(vm, now)
@@ -266,6 +294,22 @@ class Live:
         if isinstance(decision, Deferred):
             return Arrival(vm.id, ArrivalStatus.PENDING, reason=decision.reason)
         return Arrival(vm.id, ArrivalStatus.PLACED, placement=where)
+
+    def _record(self, vm: VmSpec, raw: dict[str, Any], now: float) -> None:
+        """Record VM `vm`, placed by others (`serve/arrivals.py`); given with an exact `placement`, it
+        takes over the GIs found on its host at its slots (`POST /v1/pms/{id}/lgi`): they were its."""
+        taken = found_gis.under(self.found.values(), raw.get("placement"), vm)
+        for gi in taken:
+            self.dc.unhold(gi.key)
+        try:
+            self.runtime.record(vm, placed_by_others(self.runtime, raw, vm), now)
+        except BaseException:
+            for gi in taken:
+                found_gis.hold(self.dc, gi)
+            raise
+        for gi in taken:
+            del self.found[gi.key]
+            self.dirty.found = True
 
     def depart(self, vm_id: str) -> bool:
         """Remove VM `vm_id` (running, pending, or to be started by a plan); False when the service
@@ -312,11 +356,18 @@ class Live:
 
         with self.lock:
             book = self.runtime.plans
-            states, causes = end_counts(book.plans.values())
+            states, causes = end_counts(book.plans.values(), self.frozen.values())
             now = self.now()
             reserved = sum(len(p.reserved) for p in book.running())
+            drains = [p for p in book.running() if p.kind == CallKind.DRAIN]
             return {
                 "pms": len(self.dc.pms),
+                "cordoned": sorted(self.dc.pms[j].id for j in book.cordoned),
+                "draining": [
+                    {"pm": self.dc.pms[j].id, "plan": p.id}
+                    for p in drains
+                    for j in sorted({m.source.pm for m in p.moves if m.source is not None})
+                ],
                 "vms": {
                     "running": len(self.dc.vms),
                     "pending": len(self.dc.pending) + reserved,
@@ -324,7 +375,7 @@ class Live:
                 },
                 "plans": states,
                 "aborted_causes": causes,
-                "held": held_resources(self.dc, list(book.plans.values())),
+                "held": held_resources(self.dc, list(book.plans.values())) | {"found_gis": len(self.found)},
                 "held_pms": len({pl.pm for _, pl in self.dc.holds.values()}),
                 "backoff": [
                     {"pm": self.dc.pms[j].id, "until_s": b.until, "aborts_in_a_row": b.level + 1}
@@ -342,11 +393,3 @@ class Live:
     def entries(self) -> Mapping[str, Mapping[str, Any]]:
         """Every VM entry the service holds, in arrival order (read only: change it through `view`)."""
         return self.view.entries
-
-
-def _switched_on(document: Mapping[str, Any]) -> dict[str, Any]:
-    """`document` with every PM switched on: the service switches PMs on and off as VMs come and
-    go, as the simulator does (`sim/start.py`); `GET /v1/snapshot` says which ones host nothing."""
-    doc = dict(document)
-    doc["pms"] = [{k: v for k, v in pm.items() if k != "powered_off"} for pm in document.get("pms", [])]
-    return doc

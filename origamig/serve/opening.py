@@ -79,8 +79,8 @@ def open_state(
             _remove_state(state)  # ours alone: the lock is held
         lock.release()
         raise
-    if intra_pm_moves is not None:
-        live.dc.intra_pm_moves = intra_pm_moves
+    if intra_pm_moves is not None:  # kept by Live: a state read back anew (a server removed) keeps it
+        live.intra_pm_moves = live.dc.intra_pm_moves = intra_pm_moves
     return OpenState(live, lock, read_only)
 
 

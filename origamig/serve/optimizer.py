@@ -180,6 +180,7 @@ class Optimizer:
         the check made once more."""
         live = self.live
         with live.lock:
+            generation = live.generation
             sent = remote_check.begin(live.runtime, now)
             journal = live.dc.journal()
             read = len(journal)
@@ -215,6 +216,9 @@ class Optimizer:
             raise
         try:
             with live.writing, live.lock:
+                if live.generation != generation:  # the fleet was read anew: PMs are numbered anew
+                    self._log("a server was removed while a check solved: its calls are dropped")
+                    return []
                 live.recording = None
                 remote_check.adopt(live.runtime, policy, works, recording, now)
             return works

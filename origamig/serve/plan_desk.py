@@ -38,7 +38,14 @@ class PlanDesk:
         self.live = live
 
     def _run(self, plan_id: int) -> PlanRun:
-        run = self.live.plans.get(plan_id)
+        live = self.live
+        run = live.plans.get(plan_id)
+        if run is None and plan_id in live.frozen:
+            status = live.frozen[plan_id]["status"]
+            raise StepConflict(
+                f"plan: {plan_id} has ended ({status}) and a server it touched was removed since: it is "
+                "kept as it was last shown"
+            )
         if run is None:
             raise UnknownPlan(f"plan: {plan_id} is not a plan of the service")
         return run
@@ -46,6 +53,9 @@ class PlanDesk:
     def view(self, plan_id: int) -> dict[str, Any]:
         """The plan's JSON, after aborting it if its step timeout has passed."""
         live = self.live
+        with live.lock:
+            if plan_id in live.frozen:
+                return dict(live.frozen[plan_id])
         with live.writing:
             with live.lock:
                 run = self._run(plan_id)
@@ -60,9 +70,9 @@ class PlanDesk:
         live = self.live
         self.expire()
         with live.lock:
-            return {
-                "plans": [plan_json(r, live.dc, live.modeled_s.get(r.id, 0.0)) for r in live.plans.values()]
-            }
+            shown = {i: plan_json(r, live.dc, live.modeled_s.get(r.id, 0.0)) for i, r in live.plans.items()}
+            shown |= live.frozen
+            return {"plans": [shown[i] for i in sorted(shown)]}
 
     def expire(self) -> None:
         """Abort every running plan whose ready steps waited longer than the step timeout."""

@@ -22,19 +22,28 @@ RETIRED = "retired_plans"  # meta: the counts of the plans dropped, by state and
 
 
 def retire_ended_plans(
-    plans: MutableMapping[int, PlanRun], store: Store, keep: int | None = None
+    plans: MutableMapping[int, PlanRun],
+    store: Store,
+    keep: int | None = None,
+    shown: MutableMapping[int, dict[str, Any]] | None = None,
 ) -> list[int]:
     """Drop the ended plans beyond the newest `keep` (`KEEP_ENDED_PLANS`) from `plans` (the plan
-    book's, by id) and from `store` (module doc); the ids dropped (none when the state cannot take
-    the change: they are dropped at a later end). Call with the live state's lock held (or before it
-    serves)."""
+    book's, by id) and `shown` (ended plans kept as last shown: they touched a server removed since,
+    `serve/live_load.py`) and from `store` (module doc); the ids dropped (none when the state cannot
+    take the change: they are dropped at a later end). Call with the live state's lock held (or
+    before it serves)."""
     keep = KEEP_ENDED_PLANS if keep is None else keep
-    ended = sorted(i for i, p in plans.items() if not p.running)
-    newest = max(plans, default=None)
-    drop = [i for i in ended[: max(0, len(ended) - keep)] if i != newest and not plans[i].orphans]
+    shown = shown if shown is not None else {}
+    ended = sorted([i for i, p in plans.items() if not p.running] + list(shown))
+    newest = max([*plans, *shown], default=None)
+    drop = [
+        i for i in ended[: max(0, len(ended) - keep)] if i != newest and (i in shown or not plans[i].orphans)
+    ]
     if not drop:
         return []
-    states, causes = end_counts(plans[i] for i in drop)
+    states, causes = end_counts(
+        (plans[i] for i in drop if i in plans), (shown[i] for i in drop if i in shown)
+    )
     total = retired_counts(store)
     for group, counts in (("plans", {str(k): n for k, n in states.items()}), ("aborted_causes", causes)):
         for key, n in counts.items():
@@ -46,7 +55,10 @@ def retire_ended_plans(
     except StoreWriteError:
         return []
     for i in drop:
-        del plans[i]
+        if i in plans:
+            del plans[i]
+        else:
+            del shown[i]
     return drop
 
 

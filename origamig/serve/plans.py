@@ -178,18 +178,26 @@ def from_store(doc: Mapping[str, Any], dc: DataCenter, pending: Mapping[str, VmS
     )
 
 
-def end_counts(plans: Iterable[PlanRun]) -> tuple[dict[PlanStatus, int], dict[str, int]]:
+def end_counts(
+    plans: Iterable[PlanRun], shown: Iterable[Mapping[str, Any]] = ()
+) -> tuple[dict[PlanStatus, int], dict[str, int]]:
     """How many plans are in each state, and why those aborted were: `timeout`, `stale` before their
-    first step (the cluster changed while the plan was made) or `stale` later."""
+    first step (the cluster changed while the plan was made) or `stale` later; `shown`: ended plans
+    kept as last shown (their JSON, `serve/live_load.py`)."""
+    rows = [(p.status, p.cause, any(p.acked)) for p in plans]
+    rows += [
+        (PlanStatus(v["status"]), AbortCause(v.get("cause", "")), any(m.get("acked") for m in v["moves"]))
+        for v in shown
+    ]
     states = dict.fromkeys(PlanStatus, 0)
     causes = {"timeout": 0, "stale_before_first_step": 0, "stale_later": 0}
-    for plan in plans:
-        states[plan.status] = states.get(plan.status, 0) + 1
-        if plan.status == PlanStatus.ABORTED:
-            if plan.cause == AbortCause.TIMEOUT:
+    for status, cause, acked in rows:
+        states[status] = states.get(status, 0) + 1
+        if status == PlanStatus.ABORTED:
+            if cause == AbortCause.TIMEOUT:
                 causes["timeout"] += 1
             else:
-                causes["stale_before_first_step" if not any(plan.acked) else "stale_later"] += 1
+                causes["stale_later" if acked else "stale_before_first_step"] += 1
     return states, causes
 
 

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import VmSpec
 from origamig.errors import UserError
+from origamig.runtime.lifecycle import Runtime
 from origamig.serve.requests import EntryContext
 from origamig.serve.vgpu import vgpu_table
 from origamig.snapshot.document import Snapshot
@@ -121,6 +122,7 @@ class _Ruled(Protocol):
     seed: Snapshot
     request_context: EntryContext
     move_rules: MoveRules
+    runtime: Runtime
 
 
 def apply_platform(live: _Ruled, platform: Platform | None) -> MoveRules:
@@ -139,3 +141,5 @@ def enforce(live: _Ruled, rules: MoveRules) -> None:
     live.request_context = dataclasses.replace(live.request_context, pin=rules.applied)
     pin_all(live.dc.vms, rules)
     pin_all(live.dc.pending, rules)
+    for run in live.runtime.plans.running():  # the VMs a plan is to start, too
+        pin_all(run.reserved, rules)

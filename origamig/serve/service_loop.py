@@ -30,11 +30,11 @@ def run_due(
     """Run every event `due` says is due (in the runtime's order), the next check queued after each;
     the ids of the plans made. `solve_s(work, t)`: how long a call of the check at t solves on this
     clock. With `stop_after_plans`, stop after the first event that made plans."""
-    loop = live.loop
     made: list[int] = []
     while True:
         with live.writing:
             with live.lock:
+                loop, generation = live.loop, live.generation  # a fleet read anew has a loop of its own
                 loop.settle(now())
                 head = loop.queue.peek()
                 if head is None or not due(*head):
@@ -55,6 +55,8 @@ def run_due(
         ends = {id(w): solve_s(w, t) for w in works}
         with live.writing:
             with live.lock:
+                if live.generation != generation:  # the check was dropped; the new loop has its own
+                    continue
                 loop.checked(t, works, _lookup(ends))
                 loop.settle(now())
             live.commit()

@@ -23,6 +23,11 @@ def _encode(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode()
 
 
+def _pm_pieces(entry: Mapping[str, Any]) -> tuple[bytes, bytes]:
+    """A PM's entry while it hosts a VM (never powered off), and as the seed has it otherwise."""
+    return _encode({k: v for k, v in entry.items() if k != "powered_off"}), _encode(entry)
+
+
 class SnapshotView:
     """The VM entries of the live state (arrival order; an entry is never changed once stored) and
     the encoded pieces of its snapshot; `render` brings the pieces up to date and joins them."""
@@ -34,10 +39,7 @@ class SnapshotView:
         head = {k: v for k, v in seed.items() if k not in ("pms", "vms")}
         self.head = _encode(head)[:-1] + (b"," if head else b"")  # `{...,` to which pms and vms are added
         # Per PM: its entry while it hosts a VM (never powered off), and as the seed has it otherwise.
-        self.pm_pieces = [
-            (_encode({k: v for k, v in e.items() if k != "powered_off"}), _encode(e))
-            for e in seed.get("pms", [])
-        ]
+        self.pm_pieces = [_pm_pieces(e) for e in seed.get("pms", [])]
         self.entries: dict[str, Mapping[str, Any]] = {e["id"]: e for e in entries}
         self._pieces: dict[str, bytes] = {}  # per VM, in the order of `entries` once rendered
         self._where: dict[str, Placement | None] = {}  # the placement each piece was encoded with
@@ -46,6 +48,15 @@ class SnapshotView:
         self._journal: list[int] | None = None  # the data center's journal, and how far it was read
         self._read = 0
         self._pms_bytes: bytes | None = None  # the joined PM pieces, while no PM's hosting changes
+
+    def put_pm(self, j: int, entry: Mapping[str, Any], pms: Sequence[PmSpec]) -> None:
+        """PM j's entry as the seed has it now (`pms`: the fleet's PMs, PM j added last or changed)."""
+        if j == len(self.pm_pieces):
+            self.pm_pieces.append(_pm_pieces(entry))
+        else:
+            self.pm_pieces[j] = _pm_pieces(entry)
+        self.pms = pms
+        self._pms_bytes = None
 
     def add(self, entry: Mapping[str, Any]) -> None:
         """A VM entry stored (after every other; an id stored before goes last)."""

@@ -1,9 +1,10 @@
 """The service's state in SQLite (stdlib `sqlite3`, write-ahead log): every accepted change is
 committed before the reply that reports it, so a restart resumes exactly where the last reply left.
 
-Tables: `meta` (the seed snapshot document without its VMs, written once), `vms` (one row per VM
-known to the service, in arrival order: the request entry and, when it runs, its placement in the
-snapshot form `{"pm": <id>, "gis": [{"gpu", "start"}]}`), `plans` (each plan of the optimizer with
+Tables: `meta` (the seed snapshot document without its VMs — its PMs change as servers are added,
+cordoned and removed — and the GIs found on hosts), `vms` (one row per VM known to the service, in
+arrival order: the request entry and, when it runs, its placement in the snapshot form `{"pm": <id>,
+"gis": [{"gpu", "start"}]}`), `plans` (each plan of the optimizer with
 its steps and how far it got, as JSON), `rejected` (pending VMs an optimizer call gave up on, and
 why: a client that was told 202 learns their fate from `GET /v1/vms/{id}`). The live state is
 always the seed document with the rows of `vms` as its VMs, read back by the snapshot reader
@@ -276,6 +277,17 @@ class Store:
             "UPDATE vms SET placement = ? WHERE id = ?",
             (None if placement is None else json.dumps(placement), vm_id),
         )
+
+    @staticmethod
+    def put_meta(db: sqlite3.Connection, key: str, value: Any) -> None:
+        """Set `meta` entry `key` to JSON `value`: the seed (`seed`, the fleet as it changes) or the
+        GIs found on hosts (`found_gis`)."""
+        db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
+
+    def meta_value(self, key: str) -> Any:
+        """The JSON value of `meta` entry `key` (None when it has none)."""
+        raw = self.meta(key)
+        return None if raw is None else json.loads(raw)
 
     @staticmethod
     def put_plan(db: sqlite3.Connection, plan_id: int, doc: Mapping[str, Any]) -> None:

@@ -62,6 +62,15 @@ def read_vm_entry(
     return (vm if not reader.problems else None), reader.problems
 
 
+def read_pm_entry(raw: Any, catalog: Catalog, path: str = "pm") -> tuple[PmSpec | None, list[str]]:
+    """One PM entry, read exactly as inside a snapshot with `catalog` (inline models included): the PM
+    (None when it has problems) and every problem, by path under `path`. The service reads a server
+    added to its fleet with it (`PUT /v1/pms/{id}`)."""
+    reader = _Reader(catalog)
+    spec, _ = reader.read_pm(raw, 0, catalog, path)
+    return (spec if not reader.problems else None), reader.problems
+
+
 class _Reader(FieldReader):
     """Collects every problem of a document while building its records."""
 
@@ -140,11 +149,13 @@ class _Reader(FieldReader):
                         self.broken_profiles.add(prof["name"])
         return out
 
-    def read_pm(self, raw: Any, j: int, catalog: Catalog) -> tuple[PmSpec | None, PmSpec | None]:
-        """The PM, and its shell (id and GPUs only) that placements are checked against even when
-        its other fields are wrong; its outline (CPU, RAM, power state) is kept for the capacity
-        checks, which run even when its GPUs are wrong."""
-        path = f"pms[{j}]"
+    def read_pm(
+        self, raw: Any, j: int, catalog: Catalog, path: str | None = None
+    ) -> tuple[PmSpec | None, PmSpec | None]:
+        """The PM (at `path`, by default `pms[j]`), and its shell (id and GPUs only) that placements
+        are checked against even when its other fields are wrong; its outline (CPU, RAM, power state)
+        is kept for the capacity checks, which run even when its GPUs are wrong."""
+        path = path or f"pms[{j}]"
         if not isinstance(raw, dict):
             self.err(path, f"expected an object, got {show(raw)} ({kind_of(raw)})")
             return None, None
@@ -164,6 +175,8 @@ class _Reader(FieldReader):
             else False
         )
         power = self.read_power_model(raw, path)
+        if "cordoned" in raw:  # `origamig serve` reads it (docs/formats.md#snapshot)
+            self.typed(raw["cordoned"], f"{path}.cordoned", bool, "true or false")
         shell = (
             PmSpec(id=pid, cpu_m=0, ram_mb=0, gpus=tuple(gpus))
             if pid is not None and gpus is not None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import pickle
+from dataclasses import replace as dataclass_replace
 from typing import Any
 
 import pytest
@@ -262,3 +263,67 @@ def test_changes_on_the_journaled_pms_bring_a_copy_sent_elsewhere_up_to_date(
         for vm_id in sorted(scratch.vms)[:2]:
             scratch.remove(vm_id)
         assert exact(remote) == sent
+
+
+# --- a PM added to a running state ----------------------------------------------------------------
+def _state(dc: DataCenter) -> tuple[Any, ...]:
+    """Everything a state answers, for comparing two states built different ways."""
+    classes = dc.classes
+    return (
+        dc.pms,
+        dc.index,
+        {h: list(v) for h, v in dc.class_pms.items()},
+        classes,
+        [dc.gamma(h) for h in classes],
+        dict(dc.placement),
+        list(dc.pending),
+        dc.active_pms,
+        dc.no_gpu_pms,
+        [(dc.free_cpu_m(j), dc.free_ram_mb(j), dc.free_memory_slices(j)) for j in range(len(dc.pms))],
+    )
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(
+    datacenters(max_pms=4, max_vms=10, pending=True),
+    st.lists(st.tuples(st.sampled_from((A100, A30)), st.integers(0, 2)), min_size=1, max_size=3),
+    st.lists(vm_specs(), max_size=6),
+)
+def test_a_pm_added_to_a_state_is_as_if_the_state_had_been_built_with_it(
+    dc: DataCenter, added: list[tuple[str, int]], later: list[VmSpec]
+) -> None:
+    # Added PMs (some without GPUs, some of a new class) go last; the state then answers as one built
+    # with them from the start, before and after more VMs are placed; a copy made before keeps its PMs.
+    before = dc.copy()
+    new = [pm(f"new{n}", [g] * k, cpu=8 * (n + 1)) for n, (g, k) in enumerate(added)]
+    built = DataCenter([*dc.pms, *new])
+    for v, pl in dc.placement.items():
+        built.place(dc.vms[v], pl)
+    for v in dc.pending.values():
+        built.add_pending(v)
+    journal = dc.journal()
+    for n, spec in enumerate(new):
+        assert dc.add_pm(spec) == len(before.pms) + n
+    assert dc.journal() is not journal  # readers over PMs look at every PM again
+    assert _state(dc) == _state(built)
+    assert len(before.pms) == len(before.index) == len(dc.pms) - len(new)
+    assert not check(before) and not check_counters(before)
+    for n, spec in enumerate(later):
+        spec = VmSpec(f"later{n}", spec.cpu_m, spec.ram_mb, spec.gis)
+        where = first_fit_placement(dc, spec)
+        if where is not None:
+            dc.place(spec, where)
+            built.place(spec, where)
+    assert _state(dc) == _state(built)
+    assert not check(dc) and not check_counters(dc)
+
+
+def test_a_pm_with_a_known_id_or_another_geometry_of_a_class_is_refused() -> None:
+    dc = datacenter([pm("pm0")], [])
+    with pytest.raises(PlacementError, match="already known"):
+        dc.add_pm(pm("pm0"))
+    odd = pm("odd")
+    other = dataclass_replace(odd.gpus[0], memory_slices=7)
+    with pytest.raises(PlacementError, match="different slice counts"):
+        dc.add_pm(dataclass_replace(odd, gpus=(other,)))
+    assert len(dc.pms) == 1 and "odd" not in dc.index

@@ -7,12 +7,14 @@ reports, read back by the snapshot reader; refused requests must leave that snap
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.serve_helpers import EXAMPLES, TOKEN, Server, valid
+from tests.paths import ROOT
+from tests.serve_helpers import EXAMPLES, TOKEN, Server, in_process, valid
 
 SEED = EXAMPLES / "fragmented-a100.json"
 QUIET = ("check_interval_s=1e9",)  # no optimizer check during these tests: arrivals see the seed's PMs
@@ -152,3 +154,18 @@ def test_a_bad_seed_is_refused_and_leaves_no_state(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match=r"error: pms\[0\]\.cpu"):
         srv.start()
     assert not srv.state.exists()
+
+
+def test_every_route_is_a_row_of_the_docs_routes_table_and_every_row_a_route(tmp_path: Path) -> None:
+    # docs/service.md#routes documents each route: the app's routes and the table's rows are the same
+    # (method, path) pairs, path parameters whatever their names.
+    def shape(path: str) -> str:
+        return re.sub(r"\{[^}]*\}", "{}", path)
+
+    live, client = in_process(tmp_path, SEED)
+    served = {(m, shape(r.path)) for r in client.app.routes for m in r.methods if m != "HEAD"}
+    page = (ROOT / "docs" / "service.md").read_text()
+    table = page[page.index("## Routes") : page.index("## Plans")]
+    rows = {(m, shape(p)) for m, p in re.findall(r"^\| `(GET|POST|PUT|DELETE|PATCH) (/\S*)` \|", table, re.M)}
+    assert served == rows
+    live.store.close()

@@ -5,16 +5,19 @@ no plan moves or parks a VM KubeVirt cannot live-migrate (several GIs; H100/H200
 from __future__ import annotations
 
 import json
+import pickle
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from origamig.serve.platform import MoveRules, Platform, move_rules, pin_all
+from origamig.serve.live import Live
+from origamig.serve.platform import MoveRules, Platform, apply_platform, move_rules, pin_all
+from origamig.serve.store import Store
 from origamig.snapshot.document import load_snapshot
 from tests.serve.test_serve_plans import FAST, ack, wait_plan
-from tests.serve_helpers import EXAMPLES, Server
+from tests.serve_helpers import EXAMPLES, Server, in_process
 
 FLEET = EXAMPLES / "kubevirt-fleet.json"
 
@@ -129,3 +132,22 @@ def test_the_seeds_platform_field_is_read_and_a_bad_one_refused(tmp_path: Path) 
     with pytest.raises(RuntimeError, match="exited 2") as failed:
         Server(tmp_path / "b", seed=bad).start()
     assert "error: platform: 'openstack' is not generic or kubevirt" in str(failed.value)
+
+
+def test_a_vm_a_plan_is_to_start_is_pinned_after_a_restart_too(tmp_path: Path) -> None:
+    # A pending VM that may land on an H100 is pinned under kubevirt; once an admission plan holds it
+    # (it left the queue), a restart reads it back from that plan: it must be pinned there as well.
+    seed = spread("H100-80GB")
+    seed["vms"].append({"id": "ml/new", "cpu": 4, "ram_gb": 16, "gis": ["7g.80gb"]})
+    seed["pms"][1]["gpus"] = ["H100-80GB"]  # node-b: one GPU, taken by b; node-a's GPU 1 is free
+    live, _ = in_process(tmp_path, seed, "kubevirt", deterministic=True, work_limit=100000)
+    with live.writing, live.lock:
+        for work in live.runtime.check(10.0):
+            live.runtime.end_call(work, 10.0)
+        live.commit()
+    (run,) = live.runtime.plans.running()
+    assert set(run.reserved) == {"ml/new"} and not run.reserved["ml/new"].migratable
+    again = Live(Store(live.store.path), pickle.loads(pickle.dumps(live.policy)))
+    apply_platform(again, Platform.KUBEVIRT)
+    (held,) = again.runtime.plans.running()
+    assert not held.reserved["ml/new"].migratable

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from origamig.cluster.catalog import default_catalog
 from origamig.snapshot.document import parse_snapshot
-from origamig.snapshot.reader import read_document, read_vm_entry
+from origamig.snapshot.reader import read_document, read_pm_entry, read_vm_entry
 from tests.paths import ROOT
 from tests.profiles import examples
 
@@ -74,3 +74,53 @@ def test_an_entry_with_a_placement_or_not_an_object_is_refused() -> None:
         ["vm.placement: a VM entry read on its own has no placement"],
     )
     assert read_vm_entry([1], present, catalog) == (None, ["vm: expected an object, got [1] (a list)"])
+
+
+ODD_PM: dict[str, list[Any]] = {
+    "id": ["", "a\u200db", 5, None, "new-1"],
+    "cpu": [True, "3", -1, 0, 2_000_000, 64],
+    "ram_gb": [0, -2, 256, None],
+    "gpus": [[], ["Nope"], ["A100-40GB", "Nope", "Nope"], [3], "A100-40GB", ["H100-80GB"] * 8],
+    "weight": [-1, 5, "x"],
+    "powered_off": [True, "yes"],
+    "cordoned": [True, False, 1, "yes"],
+    "power_model": ["nope", 3],
+    "rack": ["kept as it is"],
+}
+
+
+@st.composite
+def pm_entries(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(a valid example, one of its PM entries with a few odd fields)."""
+    base = draw(st.sampled_from(BASES))
+    entry = copy.deepcopy(draw(st.sampled_from(base["pms"])))
+    for key in draw(st.lists(st.sampled_from(sorted(ODD_PM)), max_size=3, unique=True)):
+        if draw(st.booleans()) and key in entry:
+            del entry[key]
+        else:
+            entry[key] = draw(st.sampled_from(ODD_PM[key]))
+    return base, entry
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(pm_entries())
+def test_a_pm_entry_alone_reads_as_inside_a_snapshot(case: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    base, entry = case
+    inside, problems = read_document({**base, "pms": [entry], "vms": []}, CATALOG)
+    alone, alone_problems = read_pm_entry(entry, present_models(base)[1], path="pms[0]")
+    assert alone_problems == problems
+    if inside is None:
+        assert alone is None
+    else:
+        assert alone is not None and inside.pms == (alone,)
+
+
+def test_cordoned_is_true_or_false() -> None:
+    base = {
+        "version": 1,
+        "pms": [{"id": "a", "cpu": 8, "ram_gb": 64, "gpus": [], "cordoned": "yes"}],
+        "vms": [],
+    }
+    assert read_document(base, CATALOG)[1] == [
+        'pms[0].cordoned: expected true or false, got "yes" (a string)'
+    ]
