@@ -63,9 +63,11 @@ class PlanBook(PlanEnds):
 
     # --- reading -------------------------------------------------------------------------------
     def busy_pms(self, now: float) -> frozenset[int]:
-        """The PMs the next calls keep off: those a running plan's moves not ended touch, and those
-        backing off."""
+        """The PMs the next calls keep off: those a running plan's moves not ended touch, those that
+        hold resources no VM owns (GIs left on a host until confirmed gone: a call's model sees VMs
+        only), and those backing off."""
         busy = {j for p in self.running() for j in p.pms()}
+        busy.update(pl.pm for _, pl in self.dc.holds.values())
         busy.update(j for j, b in self.backoff.items() if b.until > now)
         return frozenset(busy)
 

@@ -475,3 +475,16 @@ def test_a_short_simulation_stays_valid_and_counts_its_migrations(options) -> No
         assert counts["migrations_consolidation"] > 0 and counts["vacated_gpus"] > 0
     else:
         assert counts["consolidations"] == 0 and counts["migrations"] == counts["migrations_admission"] > 0
+
+
+def test_a_repack_keeps_off_the_slices_a_move_under_way_holds() -> None:
+    # GPU 0 of pm0 runs a 3g.20gb at start 4; a move under way holds slices 0-3 for an incoming
+    # 4g.20gb. A new 4g.20gb fits nowhere: the repack stage must not take the held slices as free.
+    from origamig.cluster.records import Placement
+
+    dc = datacenter([pm("pm0", gpus=("A100-40GB",))], [(vm("a", ["3g.20gb"]), at(0, (0, 4)))])
+    dc.hold("move", vm("x", ["4g.20gb"]), at(0, (0, 0)))
+    decision = Grmu().arrive(dc, vm("n", ["4g.20gb"]), 0.0, frozenset())
+    if isinstance(decision, Placed):
+        assert dc.fits(vm("n", ["4g.20gb"]), decision.placement)
+    assert not (isinstance(decision, Placed) and decision.placement == Placement(0, at(0, (0, 0)).gis))

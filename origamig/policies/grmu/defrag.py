@@ -164,14 +164,16 @@ def _on_gpu(
     new = [profile_on(geo.model, vm.gis[n]) for n in left]
     if any(p is None or rule.of_gi(p, geo.slices) != label for p in new):
         return None
-    pinned, movable, owners = 0, [], []
+    pinned, movable, owners, owned = 0, [], [], 0
     for z, (v, n) in sorted(dc.gis_on(j, g).items()):
         prof = dc.vms[v].gis[n]
+        owned |= prof.mask(z)
         if dc.vms[v].migratable:
             movable.append((prof, z))
             owners.append((v, n))
         else:
             pinned |= prof.mask(z)
+    pinned |= dc.occupancy(j, g) & ~owned  # slices a move under way holds: no VM's, never free
     vms = sorted({v for v, _ in owners})
     groups = tuple(vms.index(v) for v, _ in owners)
     packed = repack(geo, pinned, tuple(movable), tuple(new), groups)  # type: ignore[arg-type]
