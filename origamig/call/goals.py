@@ -79,6 +79,7 @@ class CallWeights:
                 gpu=CONSOLIDATE_GPU,
                 free_start=0.0,
                 migration=1.0,
+                migration_per_gb=None,
                 free_start_by_profile={},
             )
         if self.goal is Goal.ADMIT:  # nothing but moves counts once the admissions are settled

@@ -256,7 +256,15 @@ def source_worth_emptying(dc: DataCenter, j: int, weights: Weights) -> bool:
     """Line 18 of Algorithm 1: b_j + Σ_{active k} e_jk > w_p·CF_j + Σ_{i on j} 2δ_i. Remembered with
     PM j's state (`DataCenter.remembered`) for the weights it reads: a check at thousands of PMs
     recomputes only the PMs changed since the last one."""
-    key = ("worth", weights.pm, weights.gpu, weights.free_start, weights.migration, weights.vm_weights)
+    key = (
+        "worth",
+        weights.pm,
+        weights.gpu,
+        weights.free_start,
+        weights.migration,
+        weights.migration_per_gb,
+        weights.vm_weights,
+    )
     return dc.remembered(j, key, lambda: _worth_emptying(dc, j, weights))
 
 

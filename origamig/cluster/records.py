@@ -164,6 +164,9 @@ class Weights:
     migration: float = 10.0  # δ_i of a running VM (0 for a pending one)
     free_start_by_profile: Mapping[str, float] = field(default_factory=dict)
     vm_weights: bool = True  # whether per-VM `accept_weight` and `migration_penalty` apply
+    # δ_i in proportion to what moving VM i between PMs copies (its RAM and GI memory), per GB, in place
+    # of `migration` (None: `migration` for every VM). A per-VM `migration_penalty` still wins.
+    migration_per_gb: float | None = None
 
     def a(self, vm: VmSpec) -> float:
         return self.accept if vm.accept_weight is None or not self.vm_weights else vm.accept_weight
@@ -172,10 +175,15 @@ class Weights:
         return self.pm if pm.weight is None else pm.weight
 
     def delta(self, vm: VmSpec) -> float:
-        """δ_i for a running VM (the caller uses 0 for pending VMs)."""
-        if vm.migration_penalty is None or not self.vm_weights:
+        """δ_i for a running VM (the caller uses 0 for pending VMs): its own `migration_penalty`, else
+        `migration_per_gb` × the GB a move between PMs copies, else `migration`."""
+        if not self.vm_weights:
             return self.migration
-        return vm.migration_penalty
+        if vm.migration_penalty is not None:
+            return vm.migration_penalty
+        if self.migration_per_gb is not None:
+            return self.migration_per_gb * (vm.ram_gb + sum(p.memory_gb for p in vm.gis))
+        return self.migration
 
     def w(self, profile_name: str) -> float:
         return self.free_start_by_profile.get(profile_name, self.free_start)

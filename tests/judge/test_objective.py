@@ -44,6 +44,22 @@ def test_migration_terms() -> None:
     assert evaluate(pms, cheap, {"a": at(1, (0, 0))}, before, W).migration == 6
 
 
+def test_a_migration_penalty_per_gb_follows_what_a_move_copies() -> None:
+    # δ_i = 0.1 per GB a move between PMs copies: a 1g.5gb VM (4 cores, 16 GB RAM, 5 GB of GI
+    # memory) → 2.1; a 7g.40gb (112 GB RAM + 40 GB) → 15.2; inside a PM ω = 1 costs δ_i, between PMs
+    # m + ω = 2δ_i. A per-VM penalty still wins.
+    per_gb = replace(W, migration_per_gb=0.1)
+    small, big = vm("a", ["1g.5gb"]), vm("b", ["7g.40gb"])
+    assert per_gb.delta(small) == pytest.approx(2.1) and per_gb.delta(big) == pytest.approx(15.2)
+    assert per_gb.delta(replace(small, migration_penalty=3)) == 3
+    assert replace(per_gb, vm_weights=False).delta(big) == W.migration  # the tiered weights' own
+    pms = [pm("p0", (A100, A100)), pm("p1", (A100,))]
+    vms = {"a": small, "b": big}
+    before = {"a": at(0, (0, 0)), "b": at(0, (1, 0))}
+    after = {"a": at(0, (0, 6)), "b": at(1, (0, 0))}
+    assert evaluate(pms, vms, after, before, per_gb).migration == pytest.approx(2.1 + 2 * 15.2)
+
+
 def test_pending_vms_count_only_when_admitted() -> None:
     # Pending b (not in `previous`) admitted on the idle GPU 1: +100 acceptance, no migration term,
     # GPU 1 now active with a 4g.20gb at 0: free {4..7}: 1g.5gb 4,5,6 (3) + 1g.10gb 4,6 (2)

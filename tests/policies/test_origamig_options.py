@@ -71,3 +71,14 @@ def test_the_primal_option_times_its_phase_and_leaves_other_runs_counters_as_the
     runs = {p: run_policy("origamig", **small, work_limit=100, primal=p) for p in (False, True)}
     assert runs[True].counters["calls"] > 0 and runs[True].counters["time_primal_s"] > 0
     assert "time_primal_s" not in runs[False].counters  # the stored runs' counters keep their keys
+
+
+def test_delta_per_gb_prices_each_move_by_what_it_copies() -> None:
+    from origamig.cluster.records import VmSpec
+
+    policy = make_policy("origamig", delta_per_gb=0.1)
+    assert policy.weights.migration_per_gb == 0.1
+    big = VmSpec("b", 28_000, 112_000, ())
+    assert policy.weights.delta(big) == pytest.approx(11.2)
+    with pytest.raises(UserError, match="delta_per_gb"):
+        OrigaMIGOptions.of({"delta_per_gb": -1})

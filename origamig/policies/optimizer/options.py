@@ -64,6 +64,7 @@ class OrigaMIGOptions:
     admission_calls: bool = True
     consolidation_calls: bool = True
     delta: float | None = None  # the migration penalty δ, replacing the weights' own
+    delta_per_gb: float | None = None  # δ_i per GB a move of VM i copies (the paper's §7 suggestion)
     check_interval_s: float = 10.0
     consolidation: Consolidation = Consolidation.FILL
     rotate: bool = False
@@ -139,6 +140,11 @@ def _problems(o: OrigaMIGOptions) -> list[str]:
         number(o.check_interval_s) and o.check_interval_s > 0, "check_interval_s", "must be a positive number"
     )
     need(o.delta is None or (number(o.delta) and o.delta >= 0), "delta", "must be a number ≥ 0 or null")
+    need(
+        o.delta_per_gb is None or (number(o.delta_per_gb) and o.delta_per_gb >= 0),
+        "delta_per_gb",
+        "must be a number ≥ 0 or null",
+    )
     need(number(o.call_time_scale) and o.call_time_scale > 0, "call_time_scale", "must be a positive number")
     need(
         o.call_time_scale == 1 or o.deterministic is True,

@@ -80,6 +80,8 @@ class OrigaMIG:
         base = weights or Weights()
         if o.delta is not None:
             base = replace(base, migration=o.delta)
+        if o.delta_per_gb is not None:
+            base = replace(base, migration_per_gb=o.delta_per_gb)
         self.weights = base
         self.call_weights = CallWeights(o.goal, base)  # the weights of each kind of call
         self.solver = o.solver
