@@ -26,7 +26,9 @@ SOME = ("ff", "dra", "tc-15min", "fgd-r0.1-15min", "fgd-tc", "grmu-l0.75-s1", "o
 def test_the_rows_cover_every_rival_s_knobs() -> None:
     rows = frontier.ROWS
     options = {name: dict(r.options) for name, r in rows.items()}
-    assert sorted(o["delta"] for n, o in options.items() if rows[n].family == "origamig") == [2.5, 5, 10, 20]
+    ours = [o for n, o in options.items() if rows[n].family == "origamig"]
+    assert sorted(o["delta"] for o in ours if "delta" in o) == [2.5, 5, 10, 20]
+    assert sorted(o["delta_per_gb"] for o in ours if "delta_per_gb" in o) == [0.055, 0.11, 0.22]
     assert sorted(o["period_s"] for n, o in options.items() if rows[n].family == "tc") == [900, 1800, 3600]
     fgd = {(o["ratio"], o["period_s"]) for n, o in options.items() if rows[n].family == "fgd"}
     assert fgd == {(r, m * 60.0) for r in (0.02, 0.05, 0.1) for m in (15, 60)}
@@ -47,7 +49,7 @@ def test_cells_keep_tuning_and_judging_seeds_apart() -> None:
         if c.policy == "origamig":  # the sweeps' deterministic call budget, the arrival rule named
             opts = dict(c.config.policy_options)
             assert opts["work_limit"] == 100 and opts["arrival"] in ("tc", "fgd")
-    assert len({c.key for c in cells}) == len(cells) == 27 * 10
+    assert len({c.key for c in cells}) == len(cells) == 30 * 10
 
 
 def test_the_alibaba_setting_runs_every_rival_on_the_trace_at_an_overload() -> None:
