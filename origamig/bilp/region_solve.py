@@ -56,6 +56,7 @@ def solve_region(
     bound_alongside: bool = False,
     primal: bool = False,
     while_waiting: Callable[[], object] | None = None,
+    deadline: float | None = None,
 ) -> RegionSolution:
     """Optimize the region from its current placement (pending VMs rejected) as the start.
 
@@ -69,7 +70,9 @@ def solve_region(
     answer (`primal.repair`, guided by the LP's values when it ran) is the solver's start: the solver
     returns at least as good a placement at any limit (docs/solving.md#fast-primal-answer).
     `while_waiting`: the caller's work that gives no answer, done while the solver works (after the
-    LP bound alongside, when that proves nothing; `backends.base.Once` for work done once)."""
+    LP bound alongside, when that proves nothing; `backends.base.Once` for work done once).
+    `deadline` (a `time.perf_counter()` instant) cuts the solver's wall-clock limit so that it ends
+    by then, whatever the call spent before it (the calls of one `solve` share one deadline)."""
     backend = get_backend(solver)
     start_solver_helpers(solver, limits)  # new solver helpers start while the model is built
     t0 = time.perf_counter()
@@ -98,7 +101,7 @@ def solve_region(
         result = early
     else:
         meanwhile = then(prove if alongside else None, while_waiting)
-        result = backend.solve(compiled, start, limits.less(t_primal - t2), meanwhile)
+        result = backend.solve(compiled, start, limits.less(t_primal - t2).until(deadline), meanwhile)
     t3 = time.perf_counter()
     proof = proofs[0] if proofs else None
     target, result = _decoded(dc.pms, region, weights, model, compiled, result)

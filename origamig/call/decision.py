@@ -109,6 +109,7 @@ def decide(
     gpu_order: bool = True,
     primal: bool = False,
     while_waiting: Callable[[], object] | None = None,
+    deadline: float | None = None,
 ) -> Decision:
     """Solve the neighborhood (`pms`, `pending`), plan, referee, decide; never mutates `dc`.
 
@@ -119,7 +120,8 @@ def decide(
     simulation results were made with it).
     `primal`: the fast primal answer is the solver's start (`bilp.solve_region`), for callers with a
     small time budget; the stored simulation results were made without it. `while_waiting`: work
-    of the caller's done while the solver works (`bilp.solve_region`).
+    of the caller's done while the solver works (`bilp.solve_region`). `deadline`: the
+    `time.perf_counter()` instant by which every solve of the call ends (`bilp.solve_region`).
 
     When the solution's moves have no valid order, up to `no_good_limit` times: exclude it by a
     no-good cut on the VMs that could not be ordered (`bilp.nogood`) and solve again, so that an
@@ -137,6 +139,7 @@ def decide(
             bound_alongside=bound_alongside,
             primal=primal,
             while_waiting=while_waiting,
+            deadline=deadline,
         )
         sol = (
             replace(raw, target={v: _ordered(dc, v, pl) for v, pl in raw.target.items()})

@@ -11,7 +11,7 @@ returned.
 
 from __future__ import annotations
 
-import math
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -23,7 +23,8 @@ from origamig.call.final_plan import final_plan
 from origamig.call.goals import DEFAULT_GOAL, CallWeights, Goal, goal_of
 from origamig.call.kinds import CallKind, ScopeMode
 from origamig.call.neighborhood import Bounds, derived_bounds
-from origamig.call.successive import Call, CallOptions, CallSequence, first_status, run_calls
+from origamig.call.solve_time import SolveTime
+from origamig.call.successive import Call, CallOptions, CallSequence, Deadline, first_status, run_calls
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import Placement, PmSpec, Weights
 from origamig.errors import UserError
@@ -31,7 +32,7 @@ from origamig.judge.check import check_placement, moves_refused
 from origamig.judge.objective import Objective, evaluate_change, evaluate_state
 from origamig.plan.explain import MoveNote, explain
 from origamig.plan.steps import DEFAULT_BANDWIDTH_GBIT_S, Plan, PowerOff
-from origamig.snapshot.document import Snapshot, placement_json, snapshot_document
+from origamig.snapshot.document import Snapshot, snapshot_document
 from origamig.wording import count
 
 NO_GOOD_LIMIT = 5  # re-solves per call after a target whose moves have no valid order
@@ -84,48 +85,17 @@ class Outcome:
     goal: Goal = DEFAULT_GOAL
     dropped: tuple[str, ...] = ()  # VMs whose moves the calls made and nobody needed (put back)
     direct: bool = True  # the plan was made in one go (else: the calls' plans one after another)
+    time: SolveTime | None = None  # how the wall time was spent
 
     @property
     def gain(self) -> float:
         return (self.after.value - self.parking_cost - self.before.value) if self.plan else 0.0
 
     def to_json(self) -> dict[str, Any]:
-        """The `solve --json` document: status, admitted/rejected/waiting, objective, solver, plan,
-        plan_cost, plan_infeasible_reason, placement, neighborhood and calls."""
-        solver = _calls_solver_json(self.calls) if len(self.calls) > 1 else _solver_json(self.solution)
-        return {
-            "status": self.status,
-            "status_reason": self.note,
-            "goal": self.goal,
-            "admitted": list(self.admitted),
-            "rejected": list(self.rejected),
-            "waiting": list(self.waiting),
-            "rejected_reasons": {v: self.reasons[v] for v in self.rejected},
-            "waiting_reasons": {v: self.reasons[v] for v in self.waiting},
-            "objective": {
-                "before": _num(self.before.value),
-                "after": _num(self.after.value),
-                "terms_before": {k: _num(v) for k, v in self.before.as_dict().items()},
-                "terms_after": {k: _num(v) for k, v in self.after.as_dict().items()},
-                "proposed": _num(self.proposed.value) if self.proposed else None,
-                "parking_cost": _num(self.parking_cost),
-                "gain": _num(self.gain),
-            },
-            "solver": solver,
-            "plan": self.plan.to_json() if self.plan else [],
-            "moves": [m.to_dict() for m in self.moves],
-            "dropped_moves": list(self.dropped),
-            "plan_cost": self.plan.cost.to_dict() if self.plan else None,
-            "plan_infeasible_reason": self.infeasible_reason,
-            "placement": placement_json(self.pms_out, self.placement),
-            "neighborhood": {
-                "mode": self.scope.mode,
-                "pms": [self.pms_out[j].id for j in self.scope.pms],
-                "pending": list(self.scope.pending),
-                "note": self.scope.note,
-            },
-            "calls": [_call_json(self.pms_out, c) for c in self.calls],
-        }
+        """The `solve --json` document (docs/formats.md#solve-document; `solve_document.py`)."""
+        from origamig.call.solve_document import solve_document
+
+        return solve_document(self)
 
 
 def scope_pms(dc: DataCenter, spec: str) -> tuple[ScopeMode, tuple[int, ...] | None]:
@@ -159,6 +129,7 @@ def solve_snapshot(
     bound_alongside: bool = False,
     primal: bool = False,
     while_waiting: Callable[[], object] | None = None,
+    deadline: Deadline | None = None,
 ) -> Outcome:
     """Optimize `snap` for `goal` and decide; never mutates `snap`.
 
@@ -168,10 +139,23 @@ def solve_snapshot(
     and solved again up to `no_good_limit` times per call. `bound_alongside`: each call's LP bound
     runs while its solver already solves (`decision.decide`), for a one-shot process. `primal`: each
     call's solver starts from the fast primal answer (docs/solving.md#fast-primal-answer).
-    `while_waiting`: work of the caller's done while a solver works (`backends.base.Once`)."""
+    `while_waiting`: work of the caller's done while a solver works (`backends.base.Once`).
+
+    The wall-clock limit bounds the whole solve: the calls share one `deadline` (default:
+    `limits.time_limit_s` from now; `origamig solve` counts from its process's start), each solver
+    stopping by it, its `call_limit_s` capping each call's (docs/solving.md#time-limit). A
+    deterministic solve consults no clock: its work budget alone stops each call, and no deadline
+    applies. `Outcome.time` says how the time was spent."""
+    whole = limits.wall_limit_s
+    if whole is None:
+        deadline = None
+    elif deadline is None:
+        deadline = Deadline.after(whole)
+    t_start = deadline.started if deadline is not None else time.perf_counter()
     goal_weights = CallWeights(goal_of(goal), weights or snap.weights)
     dc = snap.datacenter()
     mode, pms = scope_pms(dc, neighborhood)
+    t_calls = time.perf_counter()
     seq = run_calls(
         dc,
         goal_weights,
@@ -182,10 +166,15 @@ def solve_snapshot(
         scope=pms,
         scope_kind=mode,
         options=CallOptions(no_good_limit, bandwidth_gbit_s, bound_alongside, primal, while_waiting),
+        deadline=deadline,
     )
+    t_end = time.perf_counter()
     outcome = _outcome(snap, dc, seq, goal_weights, mode, calls, bandwidth_gbit_s)
     _guard(snap, dc, outcome)
-    return outcome
+    marks = (t_start, t_calls, t_end, time.perf_counter())
+    limit, call_limit = (deadline.limit_s, deadline.call_limit_s) if deadline else (None, None)
+    spent = SolveTime.of(seq.calls, marks, limit, call_limit, seq.out_of_time)
+    return replace(outcome, time=spent)
 
 
 def _outcome(
@@ -309,6 +298,8 @@ def _verdict(
     if v in seq.outright:
         return reasons.Verdict(False, reasons.OUTRIGHT)
     if v not in seq.tried:
+        if seq.out_of_time:
+            return reasons.Verdict(False, "the time limit ran out before a call reached it (--time-limit)")
         return reasons.Verdict(False, f"outside the call budget (--calls {calls}): no call reached it")
     call = seq.calls[seq.tried[v]]
     region = "the whole cluster" if call.neighborhood.kind == ScopeMode.ALL else "its call"
@@ -364,64 +355,6 @@ def _call_note(decision: Decision) -> str:
     return f"no valid migration order: {decision.reason}" + stays
 
 
-def _solver_json(sol: RegionSolution | None) -> dict[str, Any]:
-    """The `solver` object of one call (docs/formats.md#solve-document)."""
-    res = sol.result if sol else None
-    out: dict[str, Any] = {
-        "name": res.solver if res else None,
-        "termination": res.termination if res else "not_run",
-        "proved_optimal": bool(res and res.proved_optimal),
-        "objective": _num(res.objective) if res else None,
-        "bound": _num(res.bound) if res else None,
-        "gap": res.gap if res else None,
-        "wall_s": res.wall_s if res else 0.0,
-        "stopped_at_limit": bool(res and res.termination in reasons.STOPPED_AT),
-        "guard": res.guard if res else "",
-        "reason": res.reason if res else "",
-        "winner": res.winner if res else "",
-    }
-    if sol:
-        out |= {"timings": sol.timings, "work": sol.work, "size": sol.size}
-    return out
-
-
-def _calls_solver_json(calls: tuple[Call, ...]) -> dict[str, Any]:
-    """The `solver` object over several calls: proved optimal when every call was; the first
-    unproved call's termination; wall time summed; objective, bound and gap are per call (`calls`)."""
-    results = [c.decision.solution.result for c in calls]
-    unproved = [r for r in results if not r.proved_optimal]
-    first = unproved[0] if unproved else results[0]
-    return {
-        "name": first.solver,
-        "termination": first.termination,
-        "proved_optimal": not unproved,
-        "objective": None,
-        "bound": None,
-        "gap": None,
-        "wall_s": sum(r.wall_s for r in results),
-        "stopped_at_limit": any(r.termination in reasons.STOPPED_AT for r in results),
-        "guard": first.guard,
-        "reason": first.reason,
-        "winner": ",".join(sorted({r.winner for r in results if r.winner})),
-    }
-
-
-def _call_json(pms: tuple[PmSpec, ...], call: Call) -> dict[str, Any]:
-    """One entry of `calls`: its neighborhood, what it decided and its solver."""
-    nb, d = call.neighborhood, call.decision
-    return {
-        "kind": nb.kind,
-        "gpu_class": nb.gpu_class,
-        "pms": [pms[j].id for j in nb.pms],
-        "pending": list(nb.pending),
-        "admitted": list(call.admitted),
-        "status": d.status,
-        "reason": d.reason,
-        "no_goods": d.no_goods,
-        "solver": _solver_json(d.solution),
-    }
-
-
 def _guard(snap: Snapshot, dc: DataCenter, outcome: Outcome) -> None:
     """The output state must pass the independent checker and move no VM the cluster forbids to
     move; anything else is a bug, not user error."""
@@ -430,12 +363,6 @@ def _guard(snap: Snapshot, dc: DataCenter, outcome: Outcome) -> None:
     if violations:
         lines = "; ".join(str(v) for v in violations[:5])
         raise RuntimeError(f"internal error: the solution breaks constraints: {lines}")
-
-
-def _num(x: float | None) -> float | None:
-    if x is None or not math.isfinite(x):
-        return None
-    return int(x) if float(x).is_integer() else x
 
 
 def output_document(snap: Snapshot, out: Outcome) -> dict[str, Any]:

@@ -19,12 +19,19 @@ the weights its goal gives its kind of call, and starts from the state the previ
 left. A call that admits some of its pending VMs leaves the others queued; one that admits none
 retires them. So every admission call admits or retires at least one VM, there are at most
 (pending VMs) of them plus the retries, and `max_calls` bounds the total.
+
+With a `Deadline` (a wall-clock limit on the whole solve), the calls share it: each call's solver may
+use all the time left (the first calls take what they need, the last what is left; `call_limit_s`
+caps each one), and no call after the first starts once the time left is less than what the
+previous call spent outside its solver (building its model, the LP bound, the repair, planning). The
+calls made so far stand; the pending VMs no call reached wait (`CallSequence.out_of_time`).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from origamig.bilp import Limits
 from origamig.call.decision import Decision, Status, decide
@@ -53,6 +60,27 @@ class CallOptions:
 
 
 @dataclass(frozen=True)
+class Deadline:
+    """When the calls of a solve must have ended: `limit_s` seconds of `clock` after `started`, and the
+    most one call's solver may take (`call_limit_s`, None: whatever is left)."""
+
+    started: float
+    limit_s: float
+    call_limit_s: float | None = None
+    clock: Callable[[], float] = field(default=time.perf_counter, compare=False)
+
+    @classmethod
+    def after(
+        cls, limit_s: float, call_limit_s: float | None = None, started: float | None = None
+    ) -> Deadline:
+        """`limit_s` seconds of `time.perf_counter()` from `started` (default: now)."""
+        return cls(time.perf_counter() if started is None else started, limit_s, call_limit_s)
+
+    def left(self) -> float:
+        return self.started + self.limit_s - self.clock()
+
+
+@dataclass(frozen=True)
 class Call:
     """One call of the sequence: its neighborhood, the weights it decided with, its decision (on the
     state before it)."""
@@ -75,7 +103,8 @@ class CallSequence:
     final: DataCenter
     tried: dict[str, int]  # pending VM → index of the last admission call that held it
     outright: tuple[str, ...]  # pending VMs Algorithm 1 found no PM for (count test)
-    untried: tuple[str, ...]  # pending VMs no call reached (call budget spent)
+    untried: tuple[str, ...]  # pending VMs no call reached (call budget or time spent)
+    out_of_time: bool = False  # a call was not made because the deadline was (nearly) reached
 
     @property
     def applied(self) -> tuple[Call, ...]:
@@ -93,31 +122,52 @@ class _Run:
         limits: Limits,
         options: CallOptions,
         max_calls: int | None,
+        deadline: Deadline | None = None,
     ) -> None:
         self.state = dc.copy()
         self.goal, self.solver, self.limits, self.options = goal, solver, limits, options
         self.max_calls = max_calls
+        self.deadline = deadline
         self.calls: list[Call] = []
         self.tried: dict[str, int] = {}
+        self.out_of_time = False
 
     def budget_left(self) -> bool:
-        return self.max_calls is None or len(self.calls) < self.max_calls
+        """Whether one more call may start: within `max_calls`, and with a deadline, more time left
+        than the previous call spent outside its solver."""
+        if self.max_calls is not None and len(self.calls) >= self.max_calls:
+            return False
+        if self.deadline is None or not self.calls:  # the first call is always made
+            return True
+        before = self.calls[-1].decision.timings if self.calls else {}
+        overhead = sum(s for phase, s in before.items() if phase != "solve_s")
+        if self.deadline.left() > overhead:
+            return True
+        self.out_of_time = True
+        return False
 
     def call(self, nb: Neighborhood, weights: Weights) -> bool:
         """Decide one call on the state; apply its plan to the state when it is applied."""
         o = self.options
+        limits, deadline = self.limits, None
+        if self.deadline is not None:  # this call may take what is left (at most its own limit)
+            left = max(0.0, self.deadline.left())
+            cap = self.deadline.call_limit_s
+            limits = replace(limits, time_limit_s=left if cap is None else min(cap, left))
+            deadline = time.perf_counter() + left
         decision = decide(
             self.state,
             nb.pms,
             nb.pending,
             weights,
             self.solver,
-            self.limits,
+            limits,
             o.no_good_limit,
             o.bandwidth_gbit_s,
             bound_alongside=o.bound_alongside,
             primal=o.primal,
             while_waiting=o.while_waiting,
+            deadline=deadline,
         )
         self.calls.append(Call(nb, decision, weights))
         for v in nb.pending:
@@ -146,13 +196,15 @@ def run_calls(
     scope: Sequence[int] | None = None,
     scope_kind: ScopeMode = ScopeMode.ALL,
     options: CallOptions = CallOptions(),
+    deadline: Deadline | None = None,
 ) -> CallSequence:
     """Admission calls until every pending VM is admitted or retired, then consolidation calls, each
-    decided with the weights of `goal`; on the PMs of `scope` when given (kind `scope_kind`)."""
-    run = _Run(dc, goal, solver, limits, options, max_calls)
+    decided with the weights of `goal`; on the PMs of `scope` when given (kind `scope_kind`). With a
+    `deadline`, the calls share it (see the module docstring)."""
+    run = _Run(dc, goal, solver, limits, options, max_calls, deadline)
     if scope is not None:
         queue = _scoped(run, tuple(dict.fromkeys(scope)), scope_kind)
-        return CallSequence(tuple(run.calls), run.state, run.tried, (), tuple(queue))
+        return CallSequence(tuple(run.calls), run.state, run.tried, (), tuple(queue), run.out_of_time)
     outright: list[str] = []
     queue = list(run.state.pending)
     retired: list[str] = []
@@ -172,7 +224,9 @@ def run_calls(
     if goal.admits_first:
         _second_chance(run, retired)
     _consolidate(run, bounds)
-    return CallSequence(tuple(run.calls), run.state, run.tried, tuple(outright), tuple(queue))
+    return CallSequence(
+        tuple(run.calls), run.state, run.tried, tuple(outright), tuple(queue), run.out_of_time
+    )
 
 
 def _with_hosts_as_is(dc: DataCenter, nb: Neighborhood) -> Neighborhood:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import os
 import sys
+import time
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -25,9 +27,29 @@ USAGE_EXIT = 2
 
 
 class _Ending:
-    """How the console script ends this process (set by the command that runs)."""
+    """How the console script ends this process (set by the command that runs), and when it started."""
 
     without_teardown = False
+    started: float | None = None  # `time.perf_counter()` instant of the process's start (console script)
+
+
+def command_started() -> float:
+    """When the running command started, as a `time.perf_counter()` instant: the process's start when
+    it runs as the console script (a time limit then counts the interpreter's start and imports),
+    else now (a command run in process: tests, `main`)."""
+    return _Ending.started if _Ending.started is not None else time.perf_counter()
+
+
+def _process_started() -> float | None:
+    """This process's start as a `time.perf_counter()` instant, read from /proc (None elsewhere)."""
+    now = time.perf_counter()
+    try:
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+    age = uptime - ticks / os.sysconf("SC_CLK_TCK")
+    return now - age if 0.0 <= age < 60.0 else None  # a reading that far off is not trusted
 
 
 def end_without_teardown() -> None:
@@ -112,6 +134,7 @@ def run(app: Any) -> None:
 def run_script(app: Any) -> None:
     """`run(app)` as the console script: when the command allowed it (`end_without_teardown`), the
     process ends with the command's exit code right after stdout and stderr are flushed."""
+    _Ending.started = _process_started()
     try:
         run(app)
     except SystemExit as done:

@@ -77,7 +77,24 @@ def solve(
         Path, typer.Argument(help="Snapshot JSON file (docs/formats.md#snapshot).", show_default=False)
     ],
     solver: Annotated[SolverName, typer.Option("--solver", help="MIP solver backend.")] = _DEFAULT_SOLVER,
-    time_limit: Annotated[float, typer.Option("--time-limit", min=0.0, help="Solver time limit (s).")] = 10.0,
+    time_limit: Annotated[
+        float,
+        typer.Option(
+            "--time-limit",
+            min=0.0,
+            help="Wall-clock limit of the whole command (s), from its start: the calls share it, the first"
+            " taking what they need, the last what is left (docs/solving.md#time-limit). Not with"
+            " --deterministic, which stops each call by its work budget only.",
+        ),
+    ] = 10.0,
+    call_time_limit: Annotated[
+        float | None,
+        typer.Option(
+            "--call-time-limit",
+            min=0.0,
+            help="The most one call's solver may take (s); default: whatever is left of --time-limit.",
+        ),
+    ] = None,
     threads: Annotated[
         int | None,
         typer.Option("--threads", min=1, help="Solver threads (default: all cores; 1 if deterministic)."),
@@ -176,15 +193,17 @@ def solve(
         make_limits,  # the solvers load only when a solve runs
     )
     from origamig.bilp.backends.deadline import start_solver_helpers
-    from origamig.cli.console_entry import end_without_teardown
+    from origamig.cli.console_entry import command_started, end_without_teardown
 
     end_without_teardown()  # its files are written atomically before it returns; helpers end with us
-    check_quantities({"--time-limit": time_limit, "--threads": threads})
+    started = command_started()
+    check_quantities({"--time-limit": time_limit, "--call-time-limit": call_time_limit, "--threads": threads})
     check_destinations(snapshot, out, script)  # before anything is solved
     limits = make_limits(solver.value, time_limit, threads, deterministic)
     start_solver_helpers(solver.value, limits)  # they import their solver while this process reads
     after_solve = Once([functools.partial(importlib.import_module, m) for m in _AFTER_SOLVE])
     from origamig.call.solve import solve_snapshot  # Pyomo and the planner: after the helpers start
+    from origamig.call.successive import Deadline
 
     with collector_paused(freeze_on_exit=True):  # a million objects, no cycles: origamig/collector.py
         snap = load_snapshot(snapshot)
@@ -206,6 +225,7 @@ def solve(
             bound_alongside=True,  # this process waits for the answer: the LP bound beside the solver
             primal=primal,
             while_waiting=after_solve,  # imported while the first solver works
+            deadline=Deadline.after(time_limit, call_time_limit, started),
         )
     from origamig.cli.terminal import render_text, write_stdout
 
@@ -367,6 +387,8 @@ def _report(
     ]
     lines.append(text_table("before → after", [("", "left"), ("before", "right"), ("after", "right")], rows))
     lines.extend(_solver_lines(out))
+    if out.time is not None:
+        lines.append(f"time: {out.time.describe(alongside=True)}")
     if out.plan is not None:
         lines.append(plan_table(out.plan, out.moves))
     return lines

@@ -128,6 +128,15 @@ class Limits:
             return self
         return replace(self, time_limit_s=max(0.0, wall - spent_s))
 
+    def until(self, deadline: float | None) -> Limits:
+        """These limits cut so that the solve ends by `deadline` (a `time.perf_counter()` instant;
+        None: no deadline). A deterministic budget, which consults no clock, is untouched."""
+        wall = self.wall_limit_s
+        if deadline is None or self.budget_only:
+            return self
+        left = max(0.0, deadline - time.perf_counter())
+        return self if wall is not None and wall <= left else replace(self, time_limit_s=left)
+
     def thread_count(self) -> int:
         if self.threads is not None:
             return max(1, self.threads)
