@@ -133,6 +133,7 @@ def lp_solution(
     h.setOptionValue("output_flag", False)
     h.setOptionValue("threads", 1)
     h.setOptionValue("random_seed", 0)
+    h.setOptionValue("presolve", "off")  # on these LPs presolve costs more than it saves (half the time)
     if time_limit_s is not None:
         h.setOptionValue("time_limit", float(time_limit_s))
     h.passModel(highs_lp(highspy, compiled, relaxed=True))

@@ -145,13 +145,14 @@ def solve_snapshot(
     `limits.time_limit_s` from now; `origamig solve` counts from its process's start), each solver
     stopping by it, its `call_limit_s` capping each call's (docs/solving.md#time-limit). A
     deterministic solve consults no clock: its work budget alone stops each call, and no deadline
-    applies. `Outcome.time` says how the time was spent."""
+    applies (a `deadline` given then only marks where the account of `Outcome.time` starts).
+    `Outcome.time` says how the time was spent."""
+    t_start = deadline.started if deadline is not None else time.perf_counter()  # the account's start
     whole = limits.wall_limit_s
     if whole is None:
         deadline = None
     elif deadline is None:
-        deadline = Deadline.after(whole)
-    t_start = deadline.started if deadline is not None else time.perf_counter()
+        deadline = Deadline.after(whole, started=t_start)
     goal_weights = CallWeights(goal_of(goal), weights or snap.weights)
     dc = snap.datacenter()
     mode, pms = scope_pms(dc, neighborhood)

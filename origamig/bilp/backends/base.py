@@ -96,6 +96,10 @@ class Limits:
     threads: int | None = None  # None: all cores
     deterministic: bool = False
     work_limit: float | None = None
+    # HiGHS only, deterministic solves: the most progress checks (the MIP interrupt callbacks HiGHS
+    # makes at fixed points of its search: a count that does not depend on the machine) a solve may
+    # take, beside `work_limit`'s node budget; None: the node budget alone.
+    effort_limit: int | None = None
     gap: float = 0.0  # relative gap at which to stop (0: prove optimal)
     # With a wall-clock limit, solve in a helper process that is ended at the deadline (deadline.py):
     # the only way to hold the limit through solver phases that check no clock or interrupt.
@@ -343,6 +347,7 @@ def make_limits(
     deterministic: bool = False,
     work_limit: float | None = None,
     safety_net_s: float | None = SAFETY_NET_S,
+    effort_limit: int | None = None,
 ) -> Limits:
     """`Limits` for `solver`; a deterministic solve without a work budget gets the backend's default,
     so that its result never depends on the wall clock (only `safety_net_s` can end it)."""
@@ -358,4 +363,5 @@ def make_limits(
         deterministic=deterministic,
         work_limit=work_limit,
         safety_net_s=safety_net_s,
+        effort_limit=effort_limit if deterministic else None,
     )

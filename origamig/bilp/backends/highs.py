@@ -77,17 +77,18 @@ class HighsBackend(deadline.SolvesInHelper):
         import highspy
 
         t0 = time.perf_counter()
-        h, interrupted = self._run(highspy, compiled, hint, limits, t0)
+        h, interrupted, spent = self._run(highspy, compiled, hint, limits, t0)
         if _stale(h, compiled):
             # HiGHS 1.16 quirk: when presolve alone solves the MIP, getSolution() still returns the
             # MIP start. Such models are tiny: solve again without the start.
-            h, interrupted = self._run(highspy, compiled, None, limits, t0)
-        return self._result(h, compiled, hint, interrupted, time.perf_counter() - t0)
+            h, interrupted, spent = self._run(highspy, compiled, None, limits, t0)
+        return self._result(h, compiled, hint, interrupted, time.perf_counter() - t0, spent)
 
     def _run(
         self, highspy: Any, compiled: Compiled, hint: np.ndarray | None, limits: base.Limits, t0: float
-    ) -> tuple[Any, bool]:
-        """One guarded HiGHS run; returns (solver, whether the wall-clock guard cancelled it)."""
+    ) -> tuple[Any, bool, bool]:
+        """One guarded HiGHS run; returns (solver, whether the wall-clock guard cancelled it, whether
+        the effort budget stopped it)."""
         h = new_highs(highspy)
         self._apply_limits(h, compiled, limits)
         h.passModel(highs_lp(highspy, compiled))
@@ -96,6 +97,7 @@ class HighsBackend(deadline.SolvesInHelper):
             start.col_value = list(map(float, hint))
             start.value_valid = True
             h.setSolution(start)
+        budget = _EffortBudget.on(h, limits)
         h.HandleUserInterrupt = True
         h.startSolve()
         interrupted = False
@@ -107,7 +109,7 @@ class HighsBackend(deadline.SolvesInHelper):
                 interrupted = True
                 h.cancelSolve()
                 h.wait()
-        return h, interrupted
+        return h, interrupted, budget is not None and budget.exhausted
 
     def _apply_limits(self, h: Any, compiled: Compiled, limits: base.Limits) -> None:
         threads = limits.thread_count()
@@ -118,8 +120,11 @@ class HighsBackend(deadline.SolvesInHelper):
         h.setOptionValue("threads", threads)
         h.setOptionValue("random_seed", 0)
         h.setOptionValue("presolve_rule_off", _PRESOLVE_PROBING)
-        if not limits.deterministic:  # see the module's docstring
+        budgeted = limits.deterministic and limits.effort_limit is not None
+        if not limits.deterministic or budgeted:  # see the module's docstring
             h.setOptionValue("mip_heuristic_run_root_reduced_cost", False)
+        if budgeted:  # a restart repeats the root's work: with a budget, it spends the budget again
+            h.setOptionValue("mip_allow_restart", False)
         if limits.wall_limit_s is not None:
             h.setOptionValue("time_limit", float(limits.wall_limit_s))
             if compiled.size["nonzeros"] * PRESOLVE_S_PER_NONZERO > 0.5 * limits.wall_limit_s:
@@ -133,7 +138,13 @@ class HighsBackend(deadline.SolvesInHelper):
         h.setOptionValue("mip_abs_gap", 0.999 * compiled.objective_step if compiled.objective_step else 1e-6)
 
     def _result(
-        self, h: Any, compiled: Compiled, hint: np.ndarray, interrupted: bool, wall: float
+        self,
+        h: Any,
+        compiled: Compiled,
+        hint: np.ndarray,
+        interrupted: bool,
+        wall: float,
+        spent: bool = False,
     ) -> base.SolveResult:
         import highspy
 
@@ -151,6 +162,8 @@ class HighsBackend(deadline.SolvesInHelper):
         }.get(status, base.ERROR)
         if interrupted:
             term = base.INTERRUPTED
+        elif spent and term == base.INTERRUPTED:  # the effort budget stopped it: a work limit
+            term = base.WORK_LIMIT
         reason = (
             f"HiGHS stopped with model status {h.modelStatusToString(status)}" if term == base.ERROR else ""
         )
@@ -177,6 +190,32 @@ class HighsBackend(deadline.SolvesInHelper):
             guard=base.GUARD_CANCEL if interrupted else base.Guard.NONE,
             reason=reason,
         )
+
+
+class _EffortBudget:
+    """Stops a deterministic HiGHS solve after `Limits.effort_limit` progress checks: the MIP
+    interrupt callbacks HiGHS makes at fixed points of its search (each cut round, heuristic, node),
+    whose count, unlike its clock, is the same on any machine."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.checks = 0
+        self.exhausted = False
+
+    @classmethod
+    def on(cls, h: Any, limits: base.Limits) -> _EffortBudget | None:
+        """The budget of `limits` set on solver `h` (None when it has none)."""
+        if limits.effort_limit is None or not limits.deterministic:
+            return None
+        budget = cls(limits.effort_limit)
+        h.cbMipInterrupt += budget._check
+        return budget
+
+    def _check(self, event: Any) -> None:
+        self.checks += 1
+        if self.checks > self.limit:
+            self.exhausted = True
+            event.interrupt()
 
 
 def new_highs(highspy: Any) -> Any:

@@ -86,7 +86,7 @@ class OrigaMIG:
         self.call_weights = CallWeights(o.goal, base)  # the weights of each kind of call
         self.solver = o.solver
         self.limits = make_limits(
-            o.solver, o.time_limit_s, o.threads, o.deterministic, o.work_limit, o.safety_net_s
+            o.solver, o.time_limit_s, o.threads, o.deterministic, o.work_limit, o.safety_net_s, o.effort_limit
         )
         self.bounds = Bounds(m_max=o.m_max, n_max=o.n_max, bound=o.bound)
         self.triggers = Triggers(theta=o.theta, timer_s=o.timer_s)
@@ -324,7 +324,7 @@ class OrigaMIG:
             work = replace(work, modeled_s=work.modeled_s * self.options.call_time_scale)
         if self.on_call is not None:
             self.on_call(dc, nb, work, now)
-        if chosen.job is not None and chosen.key is not None and _proved_unchanged(work):
+        if chosen.job is not None and chosen.key is not None and _unchanged(work, self.limits.budget_only):
             remember(self._unchanged, chosen.key, work, REUSE_CAPACITY)
         assert work.call is not None
         if nb.kind == CallKind.CONSOLIDATION and nb.gpu_class is not None:
@@ -401,16 +401,17 @@ def region_key(dc: DataCenter, nb: Neighborhood) -> tuple[Any, ...]:
     return (nb.kind, nb.gpu_class, tuple(nb.pms), running, tuple(nb.pending), nb.rejected)
 
 
-def _proved_unchanged(work: Work) -> bool:
-    """A call whose solver proved that keeping every VM in place is optimal: on the same model any
-    solve finds nothing strictly better (the optimum is a property of the model, not of the run)."""
+def _unchanged(work: Work, deterministic: bool) -> bool:
+    """A call that changed nothing and would change nothing if solved again on the same state: its
+    solver proved that keeping every VM in place is optimal (the optimum is a property of the model,
+    not of the run), or, under a deterministic budget, stopped at it with nothing better (the same
+    model gives the same answer)."""
     call = work.call
-    return (
-        call is not None
-        and not work.applied
-        and call.outcome == CallOutcome.NO_CHANGE
-        and call.proved_optimal
-    )
+    if call is None or work.applied:
+        return False
+    if call.outcome == CallOutcome.NO_CHANGE and call.proved_optimal:
+        return True
+    return deterministic and call.outcome == CallOutcome.STOPPED_AT_LIMIT
 
 
 # The phases of a call's wall time (bound_s: the LP bound before the MIP, docs/model.md#no-change-proof).
