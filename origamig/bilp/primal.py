@@ -13,8 +13,10 @@ region's own PMs (docs/solving.md#fast-primal-answer):
 
 Every move is tried on a copy and kept only when Eq. (5) over the region (`objective.evaluate`, the
 referee's measure) rises by more than `STRICTLY_BETTER`, so the answer is never worse than the start
-and the search ends. A GI goes where the driver's default rule puts it on the GPU chosen (the free
-permissible start of maximal CF); GPUs that are already active come first, the fullest first. Pinned
+and the search ends. A trial is valued by the terms of the PMs and VMs it touched (the rest of the
+region adds the same to both sides), so a move costs what it touches, not the region. A GI goes
+where the driver's default rule puts it on the GPU chosen (the free permissible start of maximal
+CF); GPUs that are already active come first, the fullest first. Pinned
 VMs (`migratable` false) never move; without intra-PM moves a VM that stays on its PM keeps its GIs.
 The answer feeds the exact solver as its start (`compile.start_of`), so the solver's answer at any
 limit is at least as good.
@@ -29,7 +31,7 @@ from origamig.bilp.restrict import Region
 from origamig.cluster.catalog import Profile
 from origamig.cluster.mig import geometry
 from origamig.cluster.records import GiSlot, Placement, PmSpec, Weights
-from origamig.judge.objective import evaluate
+from origamig.judge.objective import evaluate, gpu_free_starts
 
 STRICTLY_BETTER = 1e-6  # the rise in Eq. (5) a move must bring to be kept
 ROUNDS = 3  # passes over the moves; each pass after the first runs only if the previous one gained
@@ -54,14 +56,19 @@ class _Layout:
         self.occ: dict[tuple[int, int], int] = {}
         self.cpu = dict.fromkeys(region.pms, 0)
         self.ram = dict.fromkeys(region.pms, 0)
+        self.count = dict.fromkeys(region.pms, 0)  # VMs on each PM
         for v, pl in placement.items():
             self._add(v, pl, +1)
+        self.touched: set[int] = set()  # PMs and VMs changed since this layout was copied
+        self.moved: set[str] = set()
 
     def copy(self) -> _Layout:
+        """A copy to try moves on; it records the PMs and VMs they touch."""
         twin = _Layout.__new__(_Layout)
         twin.pms, twin.r = self.pms, self.r
         twin.placement, twin.occ = dict(self.placement), dict(self.occ)
-        twin.cpu, twin.ram = dict(self.cpu), dict(self.ram)
+        twin.cpu, twin.ram, twin.count = dict(self.cpu), dict(self.ram), dict(self.count)
+        twin.touched, twin.moved = set(), set()
         return twin
 
     def _masks(self, v: str, pl: Placement) -> list[tuple[tuple[int, int], int]]:
@@ -82,17 +89,22 @@ class _Layout:
         vm = self.r.vms[v]
         self.cpu[pl.pm] += sign * vm.cpu_m
         self.ram[pl.pm] += sign * vm.ram_mb
+        self.count[pl.pm] += sign
         for g, mask in self._masks(v, pl):
             self.occ[g] = self.occ.get(g, 0) ^ mask
 
     def lift(self, v: str) -> Placement:
         pl = self.placement.pop(v)
         self._add(v, pl, -1)
+        self.touched.add(pl.pm)
+        self.moved.add(v)
         return pl
 
     def land(self, v: str, pl: Placement) -> None:
         self.placement[v] = pl
         self._add(v, pl, +1)
+        self.touched.add(pl.pm)
+        self.moved.add(v)
 
     def hosts(self) -> list[int]:
         """The region's PMs that host a VM, the fullest (most used GPU slices, then CPU) first."""
@@ -200,12 +212,40 @@ class _Search:
         self.pms, self.r, self.w = pms, region, weights
         self.lp_pm, self.lp_vm_pm = lp_pm, lp_vm_pm
         self.layout = _Layout(pms, region, region.previous)
-        self.value = self._value(self.layout)
+        r = self.r
+        self.value = evaluate(pms, r.vms, region.previous, r.previous, weights, r.pms, r.vms).value
         self.moves = 0
 
-    def _value(self, layout: _Layout) -> float:
-        r = self.r
-        return evaluate(self.pms, r.vms, layout.placement, r.previous, self.w, r.pms, r.vms).value
+    def _pm_term(self, layout: _Layout, j: int) -> float:
+        """PM j's part of Eq. (5): its free starts less its cost and its active GPUs' (`evaluate`'s)."""
+        pm, w = self.pms[j], self.w
+        value = -w.b(pm) if layout.count[j] else 0.0
+        for k, model in enumerate(pm.gpus):
+            mask = layout.occ.get((j, k), 0)
+            if mask:
+                value += gpu_free_starts(model, mask, w) - w.gpu
+        return value
+
+    def _vm_term(self, layout: _Layout, v: str) -> float:
+        """VM v's part of Eq. (5): its admission less its moves (`evaluate`'s)."""
+        now = layout.placement.get(v)
+        if now is None:
+            return 0.0
+        vm = self.r.vms[v]
+        before = self.r.previous.get(v)
+        if before is None:
+            return self.w.a(vm)
+        m = 1 if now.pm != before.pm else 0
+        omega = 1 if (m or now.gis != before.gis) else 0
+        return self.w.a(vm) - self.w.delta(vm) * (m + omega)
+
+    def _value(self, trial: _Layout) -> float:
+        """Eq. (5) over the region for `trial`, a copy of the current layout: the current value with
+        the terms of the PMs and VMs the trial touched replaced."""
+        here = self.layout
+        change = sum(self._pm_term(trial, j) - self._pm_term(here, j) for j in trial.touched)
+        change += sum(self._vm_term(trial, v) - self._vm_term(here, v) for v in trial.moved)
+        return self.value + change
 
     def _keep_if_better(self, trial: _Layout) -> bool:
         value = self._value(trial)

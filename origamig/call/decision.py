@@ -118,8 +118,8 @@ def decide(
     `gpu_order`: the GIs of a VM that starts or moves to another PM are numbered in GPU order
     (`in_gpu_order`), so that its plan creates them GPU by GPU; off, the solver's order (the stored
     simulation results were made with it).
-    `primal`: the fast primal answer is the solver's start (`bilp.solve_region`), for callers with a
-    small time budget; the stored simulation results were made without it. `while_waiting`: work
+    `primal`: the fast primal answer is the solver's start (`bilp.solve_region`): where it is the
+    call's optimum, a solver with a small budget has it from the first node. `while_waiting`: work
     of the caller's done while the solver works (`bilp.solve_region`). `deadline`: the
     `time.perf_counter()` instant by which every solve of the call ends (`bilp.solve_region`).
 

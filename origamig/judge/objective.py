@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from origamig.cluster.catalog import GpuModel
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.mig import geometry
 from origamig.cluster.records import Placement, PmSpec, VmSpec, Weights
@@ -109,12 +110,16 @@ def _pm_terms(
             key = (id(model), mask)
             starts = starts_of.get(key)
             if starts is None:
-                caps = geometry(model).capacity(mask)
-                starts = starts_of[key] = sum(
-                    weights.w(p.name) * c for p, c in zip(model.profiles, caps, strict=True)
-                )
+                starts = starts_of[key] = gpu_free_starts(model, mask, weights)
             free_starts += starts
     return consolidation, free_starts
+
+
+def gpu_free_starts(model: GpuModel, mask: int, weights: Weights) -> float:
+    """Σ_p w_p |S(F, p)|: the weighted free permissible starts of a GPU of `model` whose slices
+    `mask` are taken (Eq. 5's free-start term of one active GPU)."""
+    caps = geometry(model).capacity(mask)
+    return sum(weights.w(p.name) * c for p, c in zip(model.profiles, caps, strict=True))
 
 
 def evaluate_state(dc: DataCenter, weights: Weights) -> Objective:

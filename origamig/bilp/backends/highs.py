@@ -18,9 +18,9 @@ half the time (benchmarks/solver/solvers.py, README "Solver benchmark").
 A solve with a wall-clock limit also skips HiGHS's root reduced-cost heuristic (a sub-MIP run once
 at the root): on the 60 recorded 128-PM calls, solved to proof, it took a quarter of the CPU time
 (158.6 → 119.6 s, the same optima; benchmarks/results/highs_options-rrc.json) and on 16-PM
-neighborhoods half of the median time. A deterministic solve keeps it: with a node budget it
-changes which incumbent a call stops at, and the stored simulation results were made with it
-(docs/bilp.md).
+neighborhoods half of the median time. A deterministic solve with an effort budget (`_EffortBudget`,
+every simulation's call) skips it too and runs without restarts: both repeat root work the budget
+would pay twice. A deterministic solve without one keeps HiGHS's defaults (docs/bilp.md).
 """
 
 from __future__ import annotations
