@@ -170,6 +170,7 @@ def show(doc: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--previous", type=Path, required=True, help="checkout of the code before")
+    ap.add_argument("--after", type=Path, default=ROOT, help="checkout of the code after (default: this one)")
     ap.add_argument("--pms", type=int, default=128)
     ap.add_argument("--load", type=float, default=0.85)
     ap.add_argument("--warmup", type=float, default=48.0, help="hours")
@@ -182,8 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cells", type=Path, default=CELLS, help="where finished runs are kept")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args(argv)
-    before, after = Version("before", args.previous.resolve()), Version("after", ROOT)
-    noise = Version("noise", ROOT, NOISE)
+    before, after = Version("before", args.previous.resolve()), Version("after", args.after.resolve())
+    noise = Version("noise", args.after.resolve(), NOISE)
     started = time.perf_counter()
     doc: dict[str, Any] = json.loads(args.out.read_text()) if args.out.exists() else {}
     doc |= {"scale": {k: getattr(args, k) for k in ("pms", "load", "warmup", "measure")}, "options": OPTIONS}
