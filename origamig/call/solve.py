@@ -13,24 +13,25 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
-from origamig.bilp import Limits, RegionSolution
+from origamig.bilp import Limits
 from origamig.call import reasons
 from origamig.call.decision import Decision, Status, parking_cost
 from origamig.call.final_plan import final_plan
 from origamig.call.goals import DEFAULT_GOAL, CallWeights, Goal, goal_of
 from origamig.call.kinds import CallKind, ScopeMode
 from origamig.call.neighborhood import Bounds, derived_bounds
+from origamig.call.outcome import Outcome, SolveScope
 from origamig.call.solve_time import SolveTime
-from origamig.call.successive import Call, CallOptions, CallSequence, Deadline, first_status, run_calls
+from origamig.call.successive import CallOptions, CallSequence, Deadline, first_status, run_calls
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import Placement, PmSpec, Weights
 from origamig.errors import UserError
 from origamig.judge.check import check_placement, moves_refused
 from origamig.judge.objective import Objective, evaluate_change, evaluate_state
-from origamig.plan.explain import MoveNote, explain
+from origamig.plan.explain import explain
 from origamig.plan.steps import DEFAULT_BANDWIDTH_GBIT_S, Plan, PowerOff
 from origamig.snapshot.document import Snapshot, snapshot_document
 from origamig.wording import count
@@ -40,62 +41,6 @@ NO_GOOD_LIMIT = 5  # re-solves per call after a target whose moves have no valid
 
 class NeighborhoodError(UserError):
     """A `--neighborhood` value that names no PM of the snapshot."""
-
-
-@dataclass(frozen=True)
-class SolveScope:
-    """The PMs and pending VMs the calls optimized, and how they were chosen."""
-
-    mode: ScopeMode
-    pms: tuple[int, ...]
-    pending: tuple[str, ...]
-    rejected: tuple[str, ...] = ()  # pending VMs Algorithm 1 rejects outright (fit no PM by counts)
-    note: str = ""
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What `origamig solve` reports; `to_json()` is the solve document (docs/formats.md#solve-document).
-
-    The objectives cover the whole snapshot, under the weights the goal reports with
-    (`goals.CallWeights.consolidation`): the calls judge their neighborhoods only, and the rest adds
-    the same constant to both sides.
-    """
-
-    status: Status
-    scope: SolveScope
-    admitted: tuple[str, ...]
-    rejected: tuple[str, ...]
-    waiting: tuple[str, ...]
-    before: Objective
-    after: Objective  # of the output state
-    proposed: Objective | None  # of the calls' end state (of the first solution when none applied)
-    parking_cost: float
-    solution: RegionSolution | None  # the first call's
-    plan: Plan | None
-    infeasible_reason: str | None
-    placement: Mapping[str, Placement]  # the output state (every running VM)
-    pms_out: tuple[PmSpec, ...]  # PMs with `powered_off` as after the plan
-    start_state: DataCenter = field(repr=False, compare=False)  # the snapshot's
-    end_state: DataCenter = field(repr=False, compare=False)  # after the plan
-    reasons: Mapping[str, str] = field(default_factory=dict)  # why each rejected or waiting VM is so
-    note: str = ""  # the status in one sentence (what happened, and what it means for the state)
-    moves: tuple[MoveNote, ...] = ()  # each migrate/start of the plan: from where to where, and why
-    calls: tuple[Call, ...] = ()  # the calls made, in order
-    goal: Goal = DEFAULT_GOAL
-    dropped: tuple[str, ...] = ()  # VMs whose moves the calls made and nobody needed (put back)
-    direct: bool = True  # the plan was made in one go (else: the calls' plans one after another)
-    time: SolveTime | None = None  # how the wall time was spent
-
-    @property
-    def gain(self) -> float:
-        return (self.after.value - self.parking_cost - self.before.value) if self.plan else 0.0
-
-    def to_json(self) -> dict[str, Any]:
-        """The `solve --json` document (docs/formats.md#solve-document; `solve_document.py`)."""
-        from origamig.call.solve_document import solve_document
-
-        return solve_document(self)
 
 
 def scope_pms(dc: DataCenter, spec: str) -> tuple[ScopeMode, tuple[int, ...] | None]:

@@ -1,18 +1,79 @@
-"""The `solve --json` document of an `Outcome` (docs/formats.md#solve-document)."""
+"""What `origamig solve` reports, an `Outcome`, and its `--json` document (docs/formats.md#solve-document)."""
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from origamig.bilp import RegionSolution
 from origamig.call import reasons
+from origamig.call.decision import Status
+from origamig.call.goals import DEFAULT_GOAL, Goal
+from origamig.call.kinds import ScopeMode
+from origamig.call.solve_time import SolveTime
 from origamig.call.successive import Call
-from origamig.cluster.records import PmSpec
+from origamig.cluster.datacenter import DataCenter
+from origamig.cluster.records import Placement, PmSpec
+from origamig.judge.objective import Objective
+from origamig.plan.explain import MoveNote
+from origamig.plan.steps import Plan
 from origamig.snapshot.document import placement_json
 
-if TYPE_CHECKING:
-    from origamig.call.solve import Outcome
+
+@dataclass(frozen=True)
+class SolveScope:
+    """The PMs and pending VMs the calls optimized, and how they were chosen."""
+
+    mode: ScopeMode
+    pms: tuple[int, ...]
+    pending: tuple[str, ...]
+    rejected: tuple[str, ...] = ()  # pending VMs Algorithm 1 rejects outright (fit no PM by counts)
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What `origamig solve` reports; `to_json()` is the solve document (docs/formats.md#solve-document).
+
+    The objectives cover the whole snapshot, under the weights the goal reports with
+    (`goals.CallWeights.consolidation`): the calls judge their neighborhoods only, and the rest adds
+    the same constant to both sides.
+    """
+
+    status: Status
+    scope: SolveScope
+    admitted: tuple[str, ...]
+    rejected: tuple[str, ...]
+    waiting: tuple[str, ...]
+    before: Objective
+    after: Objective  # of the output state
+    proposed: Objective | None  # of the calls' end state (of the first solution when none applied)
+    parking_cost: float
+    solution: RegionSolution | None  # the first call's
+    plan: Plan | None
+    infeasible_reason: str | None
+    placement: Mapping[str, Placement]  # the output state (every running VM)
+    pms_out: tuple[PmSpec, ...]  # PMs with `powered_off` as after the plan
+    start_state: DataCenter = field(repr=False, compare=False)  # the snapshot's
+    end_state: DataCenter = field(repr=False, compare=False)  # after the plan
+    reasons: Mapping[str, str] = field(default_factory=dict)  # why each rejected or waiting VM is so
+    note: str = ""  # the status in one sentence (what happened, and what it means for the state)
+    moves: tuple[MoveNote, ...] = ()  # each migrate/start of the plan: from where to where, and why
+    calls: tuple[Call, ...] = ()  # the calls made, in order
+    goal: Goal = DEFAULT_GOAL
+    dropped: tuple[str, ...] = ()  # VMs whose moves the calls made and nobody needed (put back)
+    direct: bool = True  # the plan was made in one go (else: the calls' plans one after another)
+    time: SolveTime | None = None  # how the wall time was spent
+
+    @property
+    def gain(self) -> float:
+        return (self.after.value - self.parking_cost - self.before.value) if self.plan else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """The `solve --json` document (docs/formats.md#solve-document)."""
+        return solve_document(self)
 
 
 def solve_document(out: Outcome) -> dict[str, Any]:
