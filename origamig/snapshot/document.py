@@ -34,8 +34,9 @@ from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import Placement, PmSpec, VmSpec, Weights
 from origamig.errors import SnapshotError
 from origamig.files import parse_json_text
+from origamig.snapshot.fields import show
 from origamig.snapshot.json_writer import indented_json
-from origamig.snapshot.reader import SNAPSHOT_VERSION, read_document, show
+from origamig.snapshot.reader import SNAPSHOT_VERSION, read_document
 
 __all__ = [
     "SNAPSHOT_VERSION",
@@ -82,7 +83,7 @@ class Snapshot:
 
     def datacenter(self) -> DataCenter:
         """A fresh DataCenter holding the running VMs and the pending queue (file order). The reader
-        judged every placement (`snapshot/reader.py`), so they are not judged again here."""
+        judged every placement (`snapshot/placement_reader.py`), so they are not judged again here."""
         dc = DataCenter(self.pms, self.intra_pm_moves)
         for v, vm in self.vms.items():
             if v in self.placement:

@@ -83,6 +83,13 @@ class FieldReader:
             return None
         return value
 
+    def flag(self, raw: dict, key: str, path: str, default: bool) -> bool | None:
+        """An optional true/false field (`default` when absent)."""
+        if key not in raw:
+            return default
+        where = f"{path}.{key}" if path else key
+        return self.typed(raw[key], where, bool, "true or false")
+
     def number(self, value: Any, path: str, positive: bool = False) -> float | None:
         if value is MISSING:
             return None

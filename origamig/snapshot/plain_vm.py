@@ -2,7 +2,7 @@
 
 Most VM entries of a large cluster's snapshot are plain: an ASCII id, CPU and RAM, profile names
 (with or without a GPU model), and a placement on a known PM — no weights, no pin. For
-such an entry `PlainVms.read` checks every rule the full reader (`reader.py`) checks and returns
+such an entry `PlainVms.read` checks every rule the full reader (`vm_reader.py`) checks and returns
 the same records; for any other entry, or any entry with a problem, it returns None and changes
 nothing, and the full reader reads it (and words its problems). It therefore never accepts what
 the full reader refuses, and never builds other records (tests/snapshot/test_snapshot_plain_vm.py).
