@@ -11,26 +11,20 @@ from collections.abc import Iterator
 from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
 from origamig.call.goals import DEFAULT_GOAL, Goal
+from origamig.cli.solve_files import check_destinations, output_files
+from origamig.cli.solve_report import exit_code, report, summaries
 from origamig.cli.switches import INTRA_PM_HELP, Switch
 from origamig.cluster.records import Weights
 from origamig.collector import collector_frozen, collector_paused
-from origamig.errors import UserError
 from origamig.files import check_quantities
-from origamig.judge.objective import Objective
 from origamig.plan.steps import DEFAULT_BANDWIDTH_GBIT_S
-from origamig.snapshot.document import Snapshot, json_text, load_snapshot, write_text_atomic
+from origamig.snapshot.document import json_text, load_snapshot, write_text_atomic
 from origamig.solver_registry import DEFAULT_BACKEND, backend_names
-
-if TYPE_CHECKING:
-    from origamig.bilp import SolveResult
-    from origamig.call.solve import Outcome
-    from origamig.cluster.summary import StateSummary
-
 
 # What the report needs only after the solve (rich and the tables), imported while the solver's helper
 # works instead of on the way to the solve.
@@ -62,14 +56,6 @@ def _weights(base: Weights, overrides: dict[str, float | None]) -> Weights:
     given: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}
     check_quantities({f"--{k.replace('_', '-')}": v for k, v in given.items()})
     return replace(base, **given)
-
-
-def _summaries(snap: Snapshot, out: Outcome) -> tuple[StateSummary, StateSummary]:
-    """The counts of the state before and after the plan; the after from the PMs the plan changed."""
-    from origamig.cluster.summary import summarize
-
-    before = summarize(out.start_state, snap.pms)
-    return before, summarize(out.end_state, out.pms_out, since=(out.start_state, before))
 
 
 def solve(
@@ -230,199 +216,21 @@ def solve(
     from origamig.cli.terminal import render_text, write_stdout
 
     with collector_paused():
-        summary = _summaries(snap, outcome)
-        files = _files(snap, outcome, out, script)  # everything is rendered before anything is written
+        summary = summaries(snap, outcome)
+        files = output_files(snap, outcome, out, script)  # everything is rendered before anything is written
         if as_json:
             before, after = summary
             text = json_text(
                 {**outcome.to_json(), "summary": {"before": before.to_json(), "after": after.to_json()}}
             )
         else:
-            text = render_text([*_report(snapshot, snap, outcome, summary), *(f"wrote {p}" for p in files)])
+            text = render_text([*report(snapshot, snap, outcome, summary), *(f"wrote {p}" for p in files)])
     for path, (content, mode) in files.items():
         write_text_atomic(path, content, new_mode=mode)
     write_stdout(text)
     code = exit_code(outcome.status)
     if code:
         raise typer.Exit(code)
-
-
-def check_destinations(snapshot: Path, out: Path | None, script: Path | None) -> None:
-    """Refuse, before any work, destinations that cannot be written or that would overwrite one
-    another (`--out` and `--script` naming one file) or the input (`--script` naming the snapshot)."""
-    problems: list[str] = []
-    if out is not None and script is not None and _same_file(out, script):
-        problems.append(f"--script: {script} is also the --out file; give each its own file")
-    if script is not None and _same_file(script, snapshot):
-        problems.append(f"--script: {script} is the snapshot being solved; the script would overwrite it")
-    for option, path in (("--out", out), ("--script", script)):
-        problem = None if path is None else writable_problem(path)
-        if problem is not None:
-            problems.append(f"{option}: {path}: {problem}")
-    if problems:
-        raise UserError(problems)
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:  # one of them does not exist yet: compare where they would be
-        return a.resolve() == b.resolve()
-
-
-def writable_problem(path: Path) -> str | None:
-    """Why a file cannot be written at `path` (atomically: a new file in its folder, then a rename),
-    or None."""
-    folder = path.parent if str(path.parent) else Path(".")
-    if path.is_dir():
-        return "is a folder"
-    if not folder.is_dir():
-        return f"no folder {folder}"
-    if not os.access(folder, os.W_OK | os.X_OK):
-        return f"cannot write in the folder {folder} (permission denied)"
-    return None
-
-
-def _files(
-    snap: Snapshot, outcome: Outcome, out: Path | None, script: Path | None
-) -> dict[Path, tuple[str, int]]:
-    """The files the command writes: path → (content, mode of a new file)."""
-    from origamig.call.solve import output_document
-
-    files: dict[Path, tuple[str, int]] = {}
-    if out is not None:
-        files[out] = (json_text(output_document(snap, outcome)), 0o666)
-    if script is not None:
-        files[script] = (_script(snap, outcome), 0o777)
-    return files
-
-
-def exit_code(status: str) -> int:
-    """The exit code of a call's status (docs/cli.md's table of statuses); every `Status` has one."""
-    from origamig.call.decision import Status  # the solver stack is imported by then; not at start-up
-
-    codes = {
-        Status.IMPROVED: 0,
-        Status.UNCHANGED: 0,
-        Status.STOPPED_AT_LIMIT: 3,
-        Status.SOLVER_ERROR: 4,
-        Status.PLAN_INFEASIBLE: 5,
-    }
-    return codes[Status(status)]
-
-
-def _script(snap: Snapshot, out: Outcome) -> str:
-    """The dry-run shell script of the outcome's plan (no step when nothing is applied)."""
-    from origamig.plan.render import render_shell
-
-    steps = out.plan.steps if out.plan is not None else ()
-    text = render_shell(steps, out.start_state, out.moves)
-    head, _, rest = text.partition("\n")
-    status = "".join(c if c.isprintable() else "?" for c in f"# origamig solve: {out.status}: {out.note}")
-    return f"{head}\n{status}\n{rest}"
-
-
-def _terms_rows(before: Objective, after: Objective) -> list[tuple[str, str, str]]:
-    b, a = before.as_dict(), after.as_dict()
-    rows = [("objective (Eq. 5)", f"{b['value']:g}", f"{a['value']:g}")]
-    for key, label in (
-        ("acceptance", "  + admitted VMs"),
-        ("consolidation", "  − servers and GPUs on"),
-        ("migration", "  − moves"),
-        ("free_starts", "  + free placements"),
-    ):
-        rows.append((label, f"{b[key]:g}", f"{a[key]:g}"))
-    return rows
-
-
-def _packing(summary: StateSummary) -> str:
-    """Slices used over the slices of the GPUs in use, every class together."""
-    used = active = 0
-    for c in summary.gpu_classes().values():
-        used += c.used_slices
-        active += c.active_gpus * c.slices // c.gpus
-    return f"{100 * used / active:.1f}%" if active else "—"
-
-
-def _report(
-    path: Path, snap: Snapshot, out: Outcome, summary: tuple[StateSummary, StateSummary]
-) -> list[Any]:
-    """The text report of a solve, from its outcome, in operator words first (paper symbols in
-    brackets)."""
-    from rich.text import Text
-
-    from origamig.call.decision import Status
-    from origamig.plan.render import plan_table, text_table
-
-    code = exit_code(out.status)
-    status = Text(
-        f"status: {out.status}",
-        style={Status.IMPROVED: "green", Status.UNCHANGED: "yellow"}.get(out.status, "red"),
-    )
-    status.append(
-        f": objective {out.before.value:g} → {out.after.value:g} ({out.note})"
-        + (f" (exit {code})" if code else "")
-    )
-    scope = out.scope
-    lines: list[Any] = [
-        f"{path}: {len(snap.pms)} servers, {len(snap.placement)} running VMs, {len(snap.pending)} pending",
-        f"considered: {len(scope.pms)} servers, {len(scope.pending)} pending VMs ({scope.mode}"
-        + (f"; {scope.note})" if scope.note else ")")
-        + f"; goal {out.goal}",
-        status,
-        f"admitted: {', '.join(out.admitted) or '—'}",
-    ]
-    for label, vms in (("rejected", out.rejected), ("waiting", out.waiting)):
-        lines.extend(f"{label}: {v} — {out.reasons[v]}" for v in vms)
-    if out.dropped:
-        lines.append(f"moves dropped (nobody needed them): {', '.join(out.dropped)}")
-    before, after = summary
-    rows = [
-        ("servers on", str(before.active_pms), str(after.active_pms)),
-        ("GPUs in use", str(before.active_gpus), str(after.active_gpus)),
-        ("packing", _packing(before), _packing(after)),
-        ("free placements (CF, every GPU)", str(before.cf), str(after.cf)),
-        ("free placements on GPUs in use", str(before.cf_active), str(after.cf_active)),
-        *_terms_rows(out.before, out.after),
-    ]
-    lines.append(text_table("before → after", [("", "left"), ("before", "right"), ("after", "right")], rows))
-    lines.extend(_solver_lines(out))
-    if out.time is not None:
-        lines.append(f"time: {out.time.describe(alongside=True)}")
-    if out.plan is not None:
-        lines.append(plan_table(out.plan, out.moves))
-    return lines
-
-
-def _solver_lines(out: Outcome) -> list[str]:
-    """One line for the solver, and one per call when there were several."""
-    if not out.calls:
-        return ["solver: not run (nothing to optimize)"]
-    results = [c.decision.solution.result for c in out.calls]
-    if len(out.calls) == 1:
-        return [f"solver: {_solver_line(results[0])}"]
-    proved = (
-        "every call proved optimal"
-        if all(r.proved_optimal for r in results)
-        else "not every call proved optimal"
-    )
-    wall = sum(r.wall_s for r in results)
-    lines = [f"solver: {results[0].solver}, {len(out.calls)} calls ({proved}), {wall:.2f} s"]
-    for n, c in enumerate(out.calls):
-        what = f"admitted {', '.join(c.admitted)}" if c.admitted else c.decision.status
-        lines.append(
-            f"  call {n + 1}: {c.neighborhood.kind} on {len(c.neighborhood.pms)} servers, "
-            f"{len(c.neighborhood.pending)} pending: {what}; {_solver_line(c.decision.solution.result)}"
-        )
-    return lines
-
-
-def _solver_line(res: SolveResult) -> str:
-    gap = "—" if res.gap is None else f"{100 * res.gap:.2f}%"
-    proved = "proved optimal" if res.proved_optimal else "not proved optimal"
-    return f"{res.solver}, {res.termination} ({proved}), gap {gap}, {res.wall_s:.2f} s" + (
-        f"; {res.reason}" if res.reason else ""
-    )
 
 
 def register(app: typer.Typer) -> None:

@@ -363,7 +363,7 @@ def test_every_status_has_its_documented_exit_code() -> None:
     import re
 
     from origamig.call.decision import Status
-    from origamig.cli.solve import exit_code
+    from origamig.cli.solve_report import exit_code
 
     codes = {str(status): exit_code(status) for status in Status}  # a status without a code raises
     table = (ROOT / "docs" / "cli.md").read_text()

@@ -111,7 +111,7 @@ def test_nothing_is_written_when_the_report_fails(tmp_path: Path, monkeypatch: p
     def broken(*args: Any) -> Any:
         raise RuntimeError("drawing failed")
 
-    monkeypatch.setattr(solve_cli, "_report", broken)
+    monkeypatch.setattr(solve_cli, "report", broken)
     path = tmp_path / "snap.json"
     path.write_text(json.dumps(two_a30_snapshot("pm0", "r1", "r2", "p")))
     out, script = tmp_path / "out.json", tmp_path / "plan.sh"
