@@ -1,4 +1,4 @@
-"""Faults in the solver's helper process (bilp/backends/deadline.py), and a way around it, for tests.
+"""Faults in the solver's helper process (bilp/backends/helper_pool.py), and a way around it, for tests.
 
 A solve sends its hint to the helper pickled; these arrays unpickle there as a fault instead: one
 that never answers, one that ends the process. In the calling process they are ordinary arrays

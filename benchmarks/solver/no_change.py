@@ -29,7 +29,7 @@ from benchmarks.publish import publish, quantile, results_file, scale_parser, wr
 from benchmarks.solver.solver_replay import Setup, record
 from origamig.bilp import Limits, build_model, compile_model, no_change_proof, restrict, solve_region
 from origamig.bilp.backends.base import BOUND
-from origamig.bilp.backends.deadline import cpu_seconds
+from origamig.bilp.backends.cpu_time import cpu_seconds
 from origamig.snapshot.document import parse_snapshot
 
 QUICK = Setup(pms=32, load=0.85, seed=1, record_from_h=0.0, horizon_h=12.0, calls=0, record_work_limit=100.0)

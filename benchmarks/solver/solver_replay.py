@@ -33,7 +33,7 @@ from benchmarks import RESULTS
 from benchmarks.paper_values import TABLE10, TABLE12_CALL_MEDIAN_S
 from benchmarks.publish import publish, quantile, redraw, results_file, scale_parser, write_json
 from origamig.bilp import Limits, build_model, compile_model, restrict, solve_region
-from origamig.bilp.backends.deadline import cpu_seconds
+from origamig.bilp.backends.cpu_time import cpu_seconds
 from origamig.bilp.compile import Compiled
 from origamig.call.neighborhood import Neighborhood
 from origamig.cluster.catalog import default_catalog

@@ -40,7 +40,7 @@ from benchmarks import ROOT
 from benchmarks.publish import results_file, write_json
 from origamig.bilp import Limits, build_model, compile_model, decode, no_change_proof, restrict
 from origamig.bilp.backends.base import get_backend
-from origamig.bilp.backends.deadline import cpu_seconds
+from origamig.bilp.backends.cpu_time import cpu_seconds
 from origamig.cluster.catalog import default_catalog
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import MILLI, Placement, PmSpec, VmSpec, Weights

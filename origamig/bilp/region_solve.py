@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from origamig.bilp.backends.base import Limits, SolveResult, get_backend, then
-from origamig.bilp.backends.deadline import start_solver_helpers
+from origamig.bilp.backends.helper_pool import start_solver_helpers
 from origamig.bilp.bound import NoChangeProof, no_change_proof
 from origamig.bilp.compile import compile_model, decode, start_of
 from origamig.bilp.model import BilpModel, build_model

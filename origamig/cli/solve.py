@@ -178,7 +178,7 @@ def solve(
         Once,
         make_limits,  # the solvers load only when a solve runs
     )
-    from origamig.bilp.backends.deadline import start_solver_helpers
+    from origamig.bilp.backends.helper_pool import start_solver_helpers
     from origamig.cli.console_entry import command_started, end_without_teardown
 
     end_without_teardown()  # its files are written atomically before it returns; helpers end with us

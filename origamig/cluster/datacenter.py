@@ -11,31 +11,26 @@ without GPUs (class `NO_GPU_CLASS`) the active PMs and the CPU/RAM of their VMs 
 A move under way holds what it needs at its destination while its VM still runs at the source
 (`hold`/`unhold`): held CPU, RAM and slices count as used in every counter above, and a PM with a
 hold is on, but no VM runs there (`vms`, `placement`, `gis_on` and `vms_on` show VMs only).
+
+The class holds construction and the mutations; its reads are in `datacenter_reads.py`, the
+bookkeeping under its mutations (fit, claim, release, copy on write) in `datacenter_ledger.py`.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import TypeVar
 
 from origamig.cluster import state_transfer
-from origamig.cluster.catalog import GpuModel
-from origamig.cluster.mig import Geometry, geometry
-from origamig.cluster.pm_record import GpuRecord, PmRecord
-from origamig.cluster.records import NO_GPU_CLASS, Placement, PmSpec, VmSpec
+from origamig.cluster.datacenter_ledger import Ledger, empty_record
+from origamig.cluster.datacenter_reads import StateReads
+from origamig.cluster.pm_record import PmRecord
+from origamig.cluster.records import Placement, PmSpec, VmSpec
 from origamig.cluster.state_transfer import StateChanges
 from origamig.errors import PlacementError
 
-_T = TypeVar("_T")
 
-
-MEMO_PER_PM = 64  # answers kept per PM state (`DataCenter.remembered`); more clear the memo
-JOURNAL_KEPT = 1 << 16  # entries of a state's journal before it starts a new one (`DataCenter.journal`)
-
-
-class DataCenter:
+class DataCenter(StateReads, Ledger):
     """Mutable placement state with O(1) counters. Copy it (`copy()`) before planning on it.
 
     `intra_pm_moves`: whether the platform can move a VM between GIs of one PM (a snapshot's
@@ -45,7 +40,7 @@ class DataCenter:
     def __init__(self, pms: Sequence[PmSpec], intra_pm_moves: bool = True) -> None:
         self.pms: tuple[PmSpec, ...] = tuple(pms)
         self.intra_pm_moves = intra_pm_moves
-        self._pm: list[PmRecord] = [_empty_record(p) for p in self.pms]
+        self._pm: list[PmRecord] = [empty_record(p) for p in self.pms]
         self._owned: set[int] | None = None  # PMs whose records this state alone holds (None: all)
         self._journal: list[int] = []  # the PMs changed, in order (`journal`)
         self.index: dict[str, int] = {p.id: j for j, p in enumerate(self.pms)}
@@ -77,105 +72,6 @@ class DataCenter:
         self._cmax = max((self.pms[j].cpu_m for j in self.no_gpu_pms), default=1)
         self._rmax = max((self.pms[j].ram_mb for j in self.no_gpu_pms), default=1)
 
-    # --- reading -----------------------------------------------------------------------------
-    def free_cpu_m(self, j: int) -> int:
-        return self._pm[j].free_cpu_m
-
-    def free_ram_mb(self, j: int) -> int:
-        return self._pm[j].free_ram_mb
-
-    def remembered(self, j: int, key: Hashable, compute: Callable[[], _T]) -> _T:
-        """`compute()`, a pure function of PM j's present state and `key`, remembered with that state:
-        asked again before the PM changes, the answer is not computed again (copies that share the
-        PM's record share its answers; a change to the PM forgets them)."""
-        memo = self._pm[j].memo
-        if key in memo:
-            return memo[key]
-        value = compute()
-        if len(memo) >= MEMO_PER_PM:
-            memo.clear()
-        memo[key] = value
-        return value
-
-    def journal(self) -> list[int]:
-        """The PMs this state changed, in the order it changed them (repeats included), since the list
-        began. An index over PMs keeps the list and how far it read: entries past that are the PMs to
-        look at again. The list is this state's alone (a copy starts its own) and is started over after
-        `JOURNAL_KEPT` entries, so a reader holding a list other than this one reads every PM again."""
-        return self._journal
-
-    def free_memory_slices(self, j: int) -> int:
-        """Free memory slices over all GPUs of PM j (an O(1) read)."""
-        return self._pm[j].free_mem
-
-    def vms_on(self, j: int) -> list[str]:
-        """Running VMs on PM j, in the order they were placed."""
-        return list(self._pm[j].vms)
-
-    def vm_count(self, j: int) -> int:
-        return len(self._pm[j].vms)
-
-    def is_active(self, j: int) -> bool:
-        """PM j hosts a VM or a move's hold: it is switched on."""
-        return self._pm[j].busy
-
-    def holds_on(self, j: int) -> list[str]:
-        """The keys of the holds on PM j, in the order they were made."""
-        return list(self._pm[j].held)
-
-    def gpu_count(self, j: int) -> int:
-        return len(self._pm[j].gpus)
-
-    def gpu_model(self, j: int, k: int) -> GpuModel:
-        return self._pm[j].gpus[k].model
-
-    def gpu_geometry(self, j: int, k: int) -> Geometry:
-        return self._pm[j].gpus[k].geo
-
-    def occupancy(self, j: int, k: int) -> int:
-        """Bit mask of the used memory slices of GPU k of PM j."""
-        return self._pm[j].gpus[k].occ
-
-    def used_compute(self, j: int, k: int) -> int:
-        return self._pm[j].gpus[k].compute
-
-    def gis_on(self, j: int, k: int) -> dict[int, tuple[str, int]]:
-        """start slice → (VM id, GI index) of the VMs' GIs on GPU k of PM j (held slices are in
-        `occupancy` only)."""
-        return dict(self._pm[j].gpus[k].owners)
-
-    def cf(self, j: int, k: int) -> int:
-        g = self._pm[j].gpus[k]
-        return g.geo.cf(g.occ)
-
-    def free_slices(self, j: int, k: int) -> int:
-        g = self._pm[j].gpus[k]
-        return g.geo.free_count[g.occ]
-
-    def gpu_active(self, j: int, k: int) -> bool:
-        return self._pm[j].gpus[k].occ != 0
-
-    def gamma(self, gpu_class: str) -> int:
-        """Γ_h (Eq. 17), or Γ_0 (Eq. 18) for `NO_GPU_CLASS`: an O(1) read of the counters."""
-        if gpu_class == NO_GPU_CLASS:
-            need = max(math.ceil(self.no_gpu_cpu_m / self._cmax), math.ceil(self.no_gpu_ram_mb / self._rmax))
-            return self.no_gpu_active - need
-        need = math.ceil(self.placed_slices[gpu_class] / self.class_slices[gpu_class])
-        return self.active_gpus[gpu_class] - need
-
-    @property
-    def classes(self) -> list[str]:
-        """Compatibility classes present, plus `NO_GPU_CLASS` when some PM has no GPU."""
-        return list(self.class_pms)
-
-    def running(self) -> Iterator[tuple[VmSpec, Placement]]:
-        for vm_id, pl in self.placement.items():
-            yield self.vms[vm_id], pl
-
-    def fits_resources(self, vm: VmSpec, j: int) -> bool:
-        pm = self._pm[j]
-        return pm.free_cpu_m >= vm.cpu_m and pm.free_ram_mb >= vm.ram_mb
-
     # --- mutation ----------------------------------------------------------------------------
     def add_pm(self, spec: PmSpec) -> int:
         """Add the empty PM `spec` after the others (its index, returned, is the last; no other PM's
@@ -191,7 +87,7 @@ class DataCenter:
         j = len(self.pms)
         # New containers throughout: a copy shares the old ones (`copy`) and must not see the new PM.
         self.pms = (*self.pms, spec)
-        self._pm = [*self._pm, _empty_record(spec)]
+        self._pm = [*self._pm, empty_record(spec)]
         if self._owned is not None:
             self._owned.add(j)
         self.index = {**self.index, spec.id: j}
@@ -400,113 +296,3 @@ class DataCenter:
 
     def __setstate__(self, state: state_transfer.Pickled) -> None:
         state_transfer.unpickle_into(self, state)
-
-    # --- internals ---------------------------------------------------------------------------
-    def _writable(self, j: int) -> PmRecord:
-        """PM j's record, to be changed: first copied when another state may share it (see `copy`),
-        and without the answers remembered for its state as it was (`remembered`)."""
-        if len(self._journal) >= JOURNAL_KEPT:
-            self._journal = []
-        self._journal.append(j)
-        pm = self._pm[j]
-        if self._owned is None or j in self._owned:
-            pm.memo = {}
-            return pm
-        pm = self._pm[j] = pm.clone()
-        self._owned.add(j)
-        return pm
-
-    def _as_placed(self, vm: VmSpec, pl: Placement) -> VmSpec:
-        return vm.placed_on(self.pms[pl.pm], pl) if vm.alternatives and 0 <= pl.pm < len(self.pms) else vm
-
-    def _check_fit(self, vm: VmSpec, pl: Placement) -> None:
-        if not 0 <= pl.pm < len(self._pm):
-            raise PlacementError(f"VM {vm.id}: PM index {pl.pm} does not exist")
-        pm = self._pm[pl.pm]
-        if len(pl.gis) != len(vm.gis):
-            raise PlacementError(f"VM {vm.id}: {len(vm.gis)} GIs but {len(pl.gis)} slots")
-        if pm.free_cpu_m < vm.cpu_m or pm.free_ram_mb < vm.ram_mb:
-            raise PlacementError(f"VM {vm.id}: not enough free CPU/RAM on PM {pm.spec.id}")
-        claimed: dict[int, int] = {}
-        for prof, slot in zip(vm.gis, pl.gis, strict=True):
-            if not 0 <= slot.gpu < len(pm.gpus):
-                raise PlacementError(f"VM {vm.id}: GPU {slot.gpu} does not exist on PM {pm.spec.id}")
-            gpu = pm.gpus[slot.gpu]
-            if gpu.model.gpu_class != prof.gpu_class or not gpu.model.has_profile(prof.name):
-                raise PlacementError(f"VM {vm.id}: {prof.name} cannot run on a {gpu.model.name}")
-            if slot.start not in prof.starts:
-                raise PlacementError(f"VM {vm.id}: {slot.start} is not a permitted start for {prof.name}")
-            mask = prof.mask(slot.start)
-            used = gpu.occ | claimed.get(slot.gpu, 0)
-            if used & mask:
-                raise PlacementError(f"VM {vm.id}: {prof.name}@{slot.start} overlaps on GPU {slot.gpu}")
-            claimed[slot.gpu] = claimed.get(slot.gpu, 0) | mask
-
-    def _claim(self, vm: VmSpec, pl: Placement, held: bool = False) -> None:
-        pm = self._writable(pl.pm)
-        if not pm.busy:
-            self.active_pms += 1
-            if not pm.gpus:
-                self.no_gpu_active += 1
-        if not pm.gpus:
-            self.no_gpu_cpu_m += vm.cpu_m
-            self.no_gpu_ram_mb += vm.ram_mb
-        (pm.held if held else pm.vms)[vm.id] = None
-        pm.free_cpu_m -= vm.cpu_m
-        pm.free_ram_mb -= vm.ram_mb
-        for n, (prof, slot) in enumerate(zip(vm.gis, pl.gis, strict=True)):
-            gpu = pm.gpus[slot.gpu]
-            h = gpu.model.gpu_class
-            if not gpu.occ:
-                self.active_gpus[h] += 1
-            pm.free_mem -= gpu.geo.free_count[gpu.occ]
-            gpu.occ |= prof.mask(slot.start)
-            pm.free_mem += gpu.geo.free_count[gpu.occ]
-            gpu.compute += prof.compute_slices
-            if not held:
-                gpu.owners[slot.start] = (vm.id, n)
-            self.placed_slices[h] += prof.memory_slices
-        if held:
-            self.holds[vm.id] = (vm, pl)
-        else:
-            self.vms[vm.id] = vm
-            self.placement[vm.id] = pl
-
-    def _release(self, vm: VmSpec, pl: Placement, held: bool = False) -> None:
-        pm = self._writable(pl.pm)
-        for prof, slot in zip(vm.gis, pl.gis, strict=True):
-            gpu = pm.gpus[slot.gpu]
-            h = gpu.model.gpu_class
-            pm.free_mem -= gpu.geo.free_count[gpu.occ]
-            gpu.occ &= ~prof.mask(slot.start)
-            pm.free_mem += gpu.geo.free_count[gpu.occ]
-            gpu.compute -= prof.compute_slices
-            if not held:
-                del gpu.owners[slot.start]
-            self.placed_slices[h] -= prof.memory_slices
-            if not gpu.occ:
-                self.active_gpus[h] -= 1
-        pm.free_cpu_m += vm.cpu_m
-        pm.free_ram_mb += vm.ram_mb
-        if held:
-            del pm.held[vm.id], self.holds[vm.id]
-        else:
-            del pm.vms[vm.id]
-        if not pm.gpus:
-            self.no_gpu_cpu_m -= vm.cpu_m
-            self.no_gpu_ram_mb -= vm.ram_mb
-        if not pm.busy:
-            self.active_pms -= 1
-            if not pm.gpus:
-                self.no_gpu_active -= 1
-
-
-def _empty_record(p: PmSpec) -> PmRecord:
-    """The record of PM `p` with nothing on it."""
-    return PmRecord(
-        spec=p,
-        gpus=[GpuRecord(g, geometry(g)) for g in p.gpus],
-        free_cpu_m=p.cpu_m,
-        free_ram_mb=p.ram_mb,
-        free_mem=sum(g.memory_slices for g in p.gpus),
-    )

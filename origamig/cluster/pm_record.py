@@ -1,5 +1,5 @@
 """The mutable record of one PM inside a `DataCenter`: its GPUs' slices, free CPU/RAM, the VMs on it and
-the moves under way that hold resources there (`DataCenter.hold`). Only `datacenter.py` changes them."""
+the moves under way that hold resources there (`DataCenter.hold`). Only `DataCenter` changes them."""
 
 from __future__ import annotations
 

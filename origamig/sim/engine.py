@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from origamig.bilp.backends.deadline import cpu_seconds
+from origamig.bilp.backends.cpu_time import cpu_seconds
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import Placement, PmSpec, VmSpec
 from origamig.judge.check import check, check_counters

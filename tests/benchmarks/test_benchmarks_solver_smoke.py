@@ -277,7 +277,8 @@ def test_benchmark_cpu_time_counts_the_solver_helper_process() -> None:
 
     from origamig.bilp import Limits, build_model, compile_model, restrict
     from origamig.bilp.backends.base import get_backend
-    from origamig.bilp.backends.deadline import cpu_seconds, helper_pids
+    from origamig.bilp.backends.cpu_time import cpu_seconds
+    from origamig.bilp.backends.helper_pool import helper_pids
 
     dc = solvers.fragmented(random.Random(3), 8)
     compiled = compile_model(build_model(restrict(dc, range(8), list(dc.pending)), solvers.Weights()))

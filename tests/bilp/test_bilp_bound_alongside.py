@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from origamig.bilp import Limits, build_model, compile_model, restrict, solve_region
-from origamig.bilp.backends import base, deadline
+from origamig.bilp.backends import base, deadline, helper_pool, race
 from origamig.cluster.records import Weights
 from origamig.judge.check import check_placement
 from tests.bilp_instances import A30, A100, fragmented
@@ -58,18 +58,18 @@ def test_alongside_gives_the_answer_of_the_bound_first(seed: int, n_pms: int, pe
 
 def test_an_answer_of_the_callers_work_settles_the_race_and_a_new_helper_starts() -> None:
     compiled = _compiled(5)
-    deadline.prepare("cpsat", LIMITED)
-    before = set(deadline.helper_pids())
+    helper_pool.prepare("cpsat", LIMITED)
+    before = set(helper_pool.helper_pids())
     stalled = compiled.hint.view(StallsInTheCpsatHelper)  # CP-SAT's helper sleeps two minutes on it
     t0 = time.perf_counter()
-    entrants = deadline.race_in_children(
+    entrants = race.race_in_children(
         [("cpsat", LIMITED)], compiled, stalled, 60.0, t0, meanwhile=lambda: _bound_answer(compiled)
     )
     assert time.perf_counter() - t0 < 30
     cpsat, ours = entrants
     assert ours.answered and ours.result.termination == base.BOUND
     assert not cpsat.answered and cpsat.result.reason == "ended: the bound result answered first"
-    after = set(deadline.helper_pids())
+    after = set(helper_pool.helper_pids())
     ended, started = before - after, after - before
     assert len(ended) == 1 and len(started) == 1  # ended, and replaced at once
     with pytest.raises(ProcessLookupError):
@@ -127,18 +127,18 @@ def test_limits_less_takes_time_off_a_wall_clock_limit_only() -> None:
 
 def test_a_failure_of_the_callers_work_ends_the_helper_and_goes_on() -> None:
     compiled = _compiled(11)
-    deadline.prepare("cpsat", LIMITED)
-    before = set(deadline.helper_pids())
+    helper_pool.prepare("cpsat", LIMITED)
+    before = set(helper_pool.helper_pids())
     stalled = compiled.hint.view(StallsInTheCpsatHelper)
 
     def fails() -> None:
         raise RuntimeError("the bound failed")
 
     with pytest.raises(RuntimeError, match="the bound failed"):
-        deadline.race_in_children(
+        race.race_in_children(
             [("cpsat", LIMITED)], compiled, stalled, 60.0, time.perf_counter(), meanwhile=fails
         )
-    ended = before - set(deadline.helper_pids())
+    ended = before - set(helper_pool.helper_pids())
     assert len(ended) == 1
     with pytest.raises(ProcessLookupError):
         os.kill(ended.pop(), 0)  # no helper goes on solving for nobody
@@ -148,16 +148,16 @@ def test_work_done_while_waiting_is_done_once_while_the_helper_solves() -> None:
     compiled = _compiled(13)
     done: list[float] = []
     work = base.Once([lambda: done.append(time.perf_counter())])
-    deadline.prepare("cpsat", LIMITED)
+    helper_pool.prepare("cpsat", LIMITED)
     stalled = compiled.hint.view(StallsInTheCpsatHelper)  # the helper sleeps: only the deadline ends it
     t0 = time.perf_counter()
     bound_then_work = base.then(lambda: _bound_answer(compiled), work)
-    _, ours = deadline.race_in_children(
+    _, ours = race.race_in_children(
         [("cpsat", LIMITED)], compiled, stalled, 60.0, t0, meanwhile=bound_then_work
     )
     assert ours.result.termination == base.BOUND and done == []  # answered at once: nothing waited on
     t0 = time.perf_counter()
-    (cpsat,) = deadline.race_in_children(
+    (cpsat,) = race.race_in_children(
         [("cpsat", LIMITED)], compiled, stalled, 1.0, t0, meanwhile=base.then(None, work)
     )
     ended = time.perf_counter()
@@ -171,15 +171,15 @@ def test_work_done_while_waiting_is_done_once_while_the_helper_solves() -> None:
 
 def test_a_failure_of_work_done_while_waiting_ends_the_helper_and_goes_on() -> None:
     compiled = _compiled(17)
-    deadline.prepare("cpsat", LIMITED)
-    before = set(deadline.helper_pids())
+    helper_pool.prepare("cpsat", LIMITED)
+    before = set(helper_pool.helper_pids())
 
     def fails() -> None:
         raise ImportError("no such module")
 
     stalled = compiled.hint.view(StallsInTheCpsatHelper)
     with pytest.raises(ImportError, match="no such module"):
-        deadline.race_in_children(
+        race.race_in_children(
             [("cpsat", LIMITED)],
             compiled,
             stalled,
@@ -187,7 +187,7 @@ def test_a_failure_of_work_done_while_waiting_ends_the_helper_and_goes_on() -> N
             time.perf_counter(),
             meanwhile=base.then(None, fails),
         )
-    ended = before - set(deadline.helper_pids())
+    ended = before - set(helper_pool.helper_pids())
     assert len(ended) == 1
     with pytest.raises(ProcessLookupError):
         os.kill(ended.pop(), 0)
@@ -200,7 +200,7 @@ def test_a_solver_that_raises_in_its_helper_answers_helper_failed_and_the_start(
     failed = answer(("no-such-solver", compiled, compiled.hint, LIMITED, float("inf")))
     assert isinstance(failed, base.HelperFailed) and not failed.died
     assert failed.why.startswith("ValueError: ")
-    entrant = deadline._entrant("highs", compiled, compiled.hint, LIMITED, failed, None, 0.1, "", "", 5.0)
+    entrant = race._entrant("highs", compiled, compiled.hint, LIMITED, failed, None, 0.1, "", "", 5.0)
     assert not entrant.answered and entrant.result.termination == base.ERROR
     assert entrant.result.reason == f"solver failed: {failed.why}"
     assert np.array_equal(entrant.result.x, compiled.hint)  # the always-feasible start

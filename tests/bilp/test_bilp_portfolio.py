@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from origamig.bilp import Limits, build_model, compile_model, restrict, solve_region
-from origamig.bilp.backends import base, deadline
+from origamig.bilp.backends import base, helper_pool, race
 from origamig.bilp.backends.base import make_limits
 from origamig.bilp.backends.portfolio import combine
 from origamig.cluster.records import Weights
@@ -71,22 +71,22 @@ def test_the_race_ends_the_helper_still_solving_once_an_answer_settles_it() -> N
     compiled = _compiled(3)
     limits = Limits(time_limit_s=60, threads=1)
     for name in ("highs", "cpsat"):
-        deadline.prepare(name, limits)
-    before = set(deadline.helper_pids())
+        helper_pool.prepare(name, limits)
+    before = set(helper_pool.helper_pids())
     t0 = time.perf_counter()
     hint = compiled.hint.view(StallsInTheCpsatHelper)
-    highs, cpsat = deadline.race_in_children([("highs", limits), ("cpsat", limits)], compiled, hint, 60.0, t0)
+    highs, cpsat = race.race_in_children([("highs", limits), ("cpsat", limits)], compiled, hint, 60.0, t0)
     assert time.perf_counter() - t0 < 30  # not the two minutes CP-SAT's helper sleeps
     assert highs.answered and highs.result.solver == "highs"
     assert not cpsat.answered and cpsat.result.guard == base.GUARD_KILLED
     assert cpsat.result.reason == "ended: highs answered first"
     assert np.array_equal(cpsat.result.x, compiled.hint)  # an ended entrant is the start
-    ended = before - set(deadline.helper_pids())
+    ended = before - set(helper_pool.helper_pids())
     assert len(ended) == 1
     with pytest.raises(ProcessLookupError):
         os.kill(ended.pop(), 0)  # the helper was ended, and reaped
     # the next race starts a new CP-SAT helper and both answer
-    again = deadline.race_in_children(
+    again = race.race_in_children(
         [("highs", limits), ("cpsat", limits)],
         compiled,
         compiled.hint,
@@ -97,7 +97,7 @@ def test_the_race_ends_the_helper_still_solving_once_an_answer_settles_it() -> N
     assert all(e.answered and e.result.proved_optimal for e in again)
 
 
-def _answer(solver: str, objective: float, bound: float, proved: bool, wall: float) -> deadline.Entrant:
+def _answer(solver: str, objective: float, bound: float, proved: bool, wall: float) -> race.Entrant:
     result = base.SolveResult(
         solver=solver,
         termination=base.OPTIMAL if proved else base.TIME_LIMIT,
@@ -108,10 +108,10 @@ def _answer(solver: str, objective: float, bound: float, proved: bool, wall: flo
         work=1.0,
         x=np.zeros(1),
     )
-    return deadline.Entrant(result, True)
+    return race.Entrant(result, True)
 
 
-def _combined(*entrants: deadline.Entrant) -> base.SolveResult:
+def _combined(*entrants: race.Entrant) -> base.SolveResult:
     compiled = _compiled(3)
     return combine(list(entrants), compiled, compiled.hint)
 
@@ -139,7 +139,7 @@ def test_no_answer_gives_the_start() -> None:
     start = base.start_result(
         "highs", compiled, compiled.hint, base.INTERRUPTED, 1.0, base.GUARD_KILLED, "no answer"
     )
-    out = combine([deadline.Entrant(start, False), deadline.Entrant(start, False)], compiled, compiled.hint)
+    out = combine([race.Entrant(start, False), race.Entrant(start, False)], compiled, compiled.hint)
     assert np.array_equal(out.x, compiled.hint) and out.guard == base.GUARD_KILLED and not out.proved_optimal
     assert out.solver == "portfolio" and out.winner == "" and out.reason == "no answer"
 

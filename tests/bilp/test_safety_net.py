@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from origamig.bilp import build_model, compile_model, restrict
-from origamig.bilp.backends import base, deadline
+from origamig.bilp.backends import base, helper_pool
 from origamig.bilp.backends.base import SAFETY_NET_S, Limits, get_backend, make_limits
 from origamig.cluster.records import Weights
 from origamig.policies.base import make_policy
@@ -106,20 +106,20 @@ def test_calls_share_one_long_lived_helper_process() -> None:
     backend = get_backend("highs")
     limits = make_limits("highs", deterministic=True, work_limit=10)
     backend.solve(compiled, compiled.hint, limits)
-    helpers = deadline.helper_pids()
+    helpers = helper_pool.helper_pids()
     for _ in range(3):
         backend.solve(compiled, compiled.hint, limits)
-    assert deadline.helper_pids() == helpers and os.getpid() not in helpers
+    assert helper_pool.helper_pids() == helpers and os.getpid() not in helpers
 
 
 def test_a_prepared_helper_is_the_one_the_next_solve_takes() -> None:
     """`prepare` starts the helper while the caller builds its model; the solve then finds it."""
     limits = make_limits("cpsat", deterministic=True, work_limit=0.5)
-    deadline.prepare("cpsat", limits)
-    prepared = deadline.helper_pids()
+    helper_pool.prepare("cpsat", limits)
+    prepared = helper_pool.helper_pids()
     compiled = _compiled(3, n_pms=4)
     get_backend("cpsat").solve(compiled, compiled.hint, limits)
-    assert deadline.helper_pids() == prepared
+    assert helper_pool.helper_pids() == prepared
 
 
 def _solve_in_a_daemon(name: str, answers: multiprocessing.queues.Queue) -> None:

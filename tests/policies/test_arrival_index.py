@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from origamig.cluster import datacenter as datacenter_module
+from origamig.cluster import datacenter_ledger
 from origamig.cluster.catalog import default_catalog
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import Placement, PmSpec, VmSpec, cores_to_m, gb_to_mb
@@ -34,12 +34,12 @@ SHARED = ("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb")
 
 @contextmanager
 def constants(index_min_pms: int, journal_kept: int) -> Iterator[None]:
-    saved = arrival_index.INDEX_MIN_PMS, datacenter_module.JOURNAL_KEPT
-    arrival_index.INDEX_MIN_PMS, datacenter_module.JOURNAL_KEPT = index_min_pms, journal_kept
+    saved = arrival_index.INDEX_MIN_PMS, datacenter_ledger.JOURNAL_KEPT
+    arrival_index.INDEX_MIN_PMS, datacenter_ledger.JOURNAL_KEPT = index_min_pms, journal_kept
     try:
         yield
     finally:
-        arrival_index.INDEX_MIN_PMS, datacenter_module.JOURNAL_KEPT = saved
+        arrival_index.INDEX_MIN_PMS, datacenter_ledger.JOURNAL_KEPT = saved
 
 
 @st.composite

@@ -202,7 +202,7 @@ class HelperFailed:
     died: bool = False
 
 
-# What a solver helper answers (`deadline.py`, `solver_host.py`).
+# What a solver helper answers (`solver_host.py`; read by `race.py`).
 HelperAnswer = SolveResult | HelperFailed
 
 

@@ -1,6 +1,6 @@
 """A portfolio of HiGHS and CP-SAT: both solve the same model at once, the first proof wins.
 
-Each solver runs in its own helper process (`deadline.race_in_children`): HiGHS on one thread,
+Each solver runs in its own helper process (`race.race_in_children`): HiGHS on one thread,
 CP-SAT on the rest of the threads asked for (at least one, so at least two in all). The first
 answer proved optimal is the answer, and the other solver's process is ended at once (a new helper
 replaces it on the next solve). When neither proves within the limit, the answer is the better of
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from origamig.bilp.backends import base, deadline
+from origamig.bilp.backends import base, deadline, race
 
 if TYPE_CHECKING:
     from origamig.bilp.compile import Compiled
@@ -74,7 +74,7 @@ class PortfolioBackend:
             (MEMBERS[0], dataclasses.replace(limits, threads=1)),
             (MEMBERS[1], dataclasses.replace(limits, threads=total - 1)),
         ]
-        entrants = deadline.race_in_children(
+        entrants = race.race_in_children(
             runs, compiled, hint, limits.time_limit_s, started, _settles, meanwhile
         )
         if len(entrants) > len(runs):  # `meanwhile` answered
@@ -95,7 +95,7 @@ def _incumbent_rank(result: base.SolveResult) -> tuple[float, float]:
     return (result.objective if result.objective is not None else -np.inf, -result.wall_s)
 
 
-def combine(entrants: list[deadline.Entrant], compiled: Compiled, hint: np.ndarray) -> base.SolveResult:
+def combine(entrants: list[race.Entrant], compiled: Compiled, hint: np.ndarray) -> base.SolveResult:
     """One answer from the racers': the first proof, else the best incumbent under the tightest bound.
     Its wall time runs to the last answer taken into account (from when both helpers were ready)."""
     answered = [e.result for e in entrants if e.answered]
