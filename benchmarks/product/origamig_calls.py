@@ -23,14 +23,16 @@ from rich.table import Table
 
 from benchmarks import RESULTS
 from origamig.bilp import Limits
-from origamig.call.neighborhood import Bounds, select_admission, select_consolidation
+from origamig.call.admission_neighborhood import select_admission
+from origamig.call.consolidation_neighborhood import select_consolidation
+from origamig.call.neighborhood_bounds import Bounds
 from origamig.cli.terminal import operator_console
 from origamig.cluster.catalog import default_catalog
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import PmSpec, VmSpec, Weights, cores_to_m, gb_to_mb
 from origamig.policies.arrival_rule import first_fit
 from origamig.policies.base import Rejection
-from origamig.policies.optimizer.policy import PHASES, run_call
+from origamig.policies.optimizer.call_work import PHASES, run_call
 from origamig.solver_registry import backend_names
 
 

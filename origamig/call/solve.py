@@ -22,7 +22,7 @@ from origamig.call.decision import Decision, Status, parking_cost
 from origamig.call.final_plan import final_plan
 from origamig.call.goals import DEFAULT_GOAL, CallWeights, Goal, goal_of
 from origamig.call.kinds import CallKind, ScopeMode
-from origamig.call.neighborhood import Bounds, derived_bounds
+from origamig.call.neighborhood_bounds import Bounds, derived_bounds
 from origamig.call.outcome import Outcome, SolveScope
 from origamig.call.solve_time import SolveTime
 from origamig.call.successive import CallOptions, CallSequence, Deadline, first_status, run_calls

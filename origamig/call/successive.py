@@ -2,8 +2,8 @@
 
 One OrigaMIG call optimizes one neighborhood, so it can admit only the pending VMs of that
 neighborhood. `run_calls` makes admission calls one after another, each on a neighborhood built by
-Algorithm 1 (`neighborhood.py`) from the state the previous applied plan leaves and for the pending
-VMs still queued, until every pending VM is admitted or retired. Under a goal that admits first
+Algorithm 1 (`admission_neighborhood.py`) from the state the previous applied plan leaves and for the
+pending VMs still queued, until every pending VM is admitted or retired. Under a goal that admits first
 (`goals.CallWeights.admits_first`), each admission call also holds, for each of its pending VMs, the
 first server where it fits as the cluster now is (so a way to admit it without moving anything is
 in view), and a retired VM that fits some server as the cluster now is gets one more call, on that
@@ -34,10 +34,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from origamig.bilp import Limits
+from origamig.call.admission_neighborhood import select_admission
+from origamig.call.consolidation_neighborhood import select_consolidation
 from origamig.call.decision import Decision, Status, decide
 from origamig.call.goals import CallWeights
 from origamig.call.kinds import CallKind, ScopeMode
-from origamig.call.neighborhood import Bounds, Neighborhood, select_admission, select_consolidation
+from origamig.call.neighborhood import Neighborhood
+from origamig.call.neighborhood_bounds import Bounds
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import VmSpec, Weights
 from origamig.judge.fit import fits_beside

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from origamig.bilp.backends.base import one_line
-from origamig.call.neighborhood import derived_bounds
+from origamig.call.neighborhood_bounds import derived_bounds
 from origamig.cluster.catalog import default_catalog, models_dir
 from origamig.errors import UserError, require_extra
 from origamig.policies import base as policy_base

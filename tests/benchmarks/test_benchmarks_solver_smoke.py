@@ -16,7 +16,8 @@ import pytest
 from benchmarks.paper import bilp_scaling, optimality_gap
 from benchmarks.solver import no_change, solver_replay, solvers
 from origamig.bilp import solve_region
-from origamig.call.neighborhood import Bounds, select_admission
+from origamig.call.admission_neighborhood import select_admission
+from origamig.call.neighborhood_bounds import Bounds
 from origamig.cluster.records import Weights
 from origamig.judge.check import check, check_counters
 from origamig.policies.base import Placed

@@ -1,22 +1,19 @@
-"""Algorithm 1's neighborhoods. The admission neighborhood (`call/neighborhood.select_admission`),
-which reads each pending VM's PMs lazily and stops once the bounds refuse more, is the neighborhood
-of the algorithm read literally: every PM that fits sorted, then walked whole. The consolidation
-neighborhood's source test, remembered per PM, answers as the test made afresh."""
+"""Algorithm 1's neighborhoods. The admission neighborhood
+(`call/admission_neighborhood.select_admission`), which reads each pending VM's PMs lazily and stops
+once the bounds refuse more, is the neighborhood of the algorithm read literally: every PM that fits
+sorted, then walked whole. The consolidation neighborhood's source test, remembered per PM, answers
+as the test made afresh."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from origamig.call.neighborhood import (
-    Bound,
-    Bounds,
-    Neighborhood,
-    _worth_emptying,
-    fits_counts,
-    select_admission,
-    source_worth_emptying,
-)
+from origamig.call.admission_neighborhood import select_admission
+from origamig.call.consolidation_neighborhood import _worth_emptying, source_worth_emptying
+from origamig.call.fit_counts import fits_counts
+from origamig.call.neighborhood import Neighborhood
+from origamig.call.neighborhood_bounds import Bound, Bounds
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import NO_GPU_CLASS, Weights
 from tests.profiles import examples

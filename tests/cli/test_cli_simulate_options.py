@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from origamig.call.neighborhood import Bound
+from origamig.call.neighborhood_bounds import Bound
 from origamig.cli.arguments import parse_options
 from origamig.errors import UserError
 from origamig.policies.base import make_policy

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from origamig.call.neighborhood import derived_bounds
+from origamig.call.neighborhood_bounds import derived_bounds
 from origamig.errors import UserError
 from origamig.sim.fleet import Fleet, FleetError, PmKind, load_fleet
 from origamig.sim.scenario import SimConfig, build_pms, requests_for, validate, workload_spec

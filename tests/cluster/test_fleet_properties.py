@@ -12,7 +12,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from origamig.call.neighborhood import derived_bounds
+from origamig.call.neighborhood_bounds import derived_bounds
 from origamig.cluster.catalog import default_catalog
 from origamig.cluster.records import PmSpec, VmSpec, cores_to_m, gb_to_mb
 from origamig.judge.replay import replay_plan

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from origamig.call.neighborhood import Bound, Consolidation
+from origamig.call.consolidation_neighborhood import Consolidation
+from origamig.call.neighborhood_bounds import Bound
 from origamig.errors import UserError
 from origamig.policies.base import make_policy, option_names, policy_factory
 from origamig.policies.optimizer.options import Arrival, OrigaMIGOptions

@@ -10,15 +10,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from origamig.bilp import Limits, solve_region
-from origamig.call.decision import Decision, Status, parking_cost, referee
-from origamig.call.neighborhood import (
-    Bounds,
+from origamig.call.admission_neighborhood import select_admission
+from origamig.call.consolidation_neighborhood import (
     Consolidation,
-    fits_counts,
-    select_admission,
     select_consolidation,
     source_worth_emptying,
 )
+from origamig.call.decision import Decision, Status, parking_cost, referee
+from origamig.call.fit_counts import fits_counts
+from origamig.call.neighborhood_bounds import Bounds
 from origamig.cluster.catalog import default_catalog
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import GiSlot, Placement, PmSpec, VmSpec, Weights, cores_to_m, gb_to_mb
@@ -28,7 +28,7 @@ from origamig.judge.objective import evaluate
 from origamig.plan.steps import MoveRecord, Plan, PlanCost
 from origamig.policies.arrival_rule import first_fit
 from origamig.policies.base import Deferred, Placed, Rejection, make_policy
-from origamig.policies.optimizer.policy import run_call
+from origamig.policies.optimizer.call_work import run_call
 from tests.profiles import examples
 
 CAT = default_catalog()
@@ -414,11 +414,11 @@ def test_a_call_proved_to_change_nothing_is_not_solved_again_on_the_same_state(m
     """δ = 40 makes every move cost more than it saves, so each call proves "no change". A departure
     outside the neighborhood re-enables the class on the same neighborhood in the same state: that call
     reuses the stored outcome instead of solving; a departure inside it makes a new state, solved."""
-    from origamig.policies.optimizer import policy as policy_module
+    from origamig.policies.optimizer import call_work
 
     solves: list[int] = []
-    real_decide = policy_module.decide
-    monkeypatch.setattr(policy_module, "decide", lambda *a, **k: solves.append(1) or real_decide(*a, **k))
+    real_decide = call_work.decide
+    monkeypatch.setattr(call_work, "decide", lambda *a, **k: solves.append(1) or real_decide(*a, **k))
 
     def state() -> DataCenter:
         dc = DataCenter([pm(f"pm{j}") for j in range(4)])

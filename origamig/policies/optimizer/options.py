@@ -14,8 +14,9 @@ from enum import StrEnum
 from typing import Any
 
 from origamig.bilp.backends.base import SAFETY_NET_S
+from origamig.call.consolidation_neighborhood import Consolidation
 from origamig.call.goals import Goal
-from origamig.call.neighborhood import Bound, Consolidation
+from origamig.call.neighborhood_bounds import Bound
 from origamig.errors import UserError
 from origamig.solver_registry import DEFAULT_BACKEND, NOT_DETERMINISTIC, backend_names
 

@@ -9,7 +9,8 @@ placement with OrigaMIG's calls); otherwise it joins the pending queue Q. Every 
 the first class whose gap Γ_h ≥ θ (O(1) counters); with `calls_per_step` > 1, further consolidation
 calls beside it on PMs no call of the check holds. A call selects its neighborhood with Algorithm 1
 (or at random), solves the restricted BILP, plans the migrations, and applies only a strictly better
-plan (`call/decision.py`).
+plan (`call/decision.py`; one call as a Work: `call_work.py`, the reuse of unchanged calls:
+`reuse.py`, the counters: `call_counters.py`).
 Complexity: an arrival is one pass over the PMs O(|M|·|K|); a check is O(#classes); a call is one pass
 over the PMs plus a bounded BILP. Ties: lowest PM, GPU and start, oldest pending VM first.
 """
@@ -18,46 +19,30 @@ from __future__ import annotations
 
 import math
 import random
-import statistics
 import time
-from collections import Counter, defaultdict, deque
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from origamig.bilp.backends.base import Limits, make_limits
-from origamig.call import reasons
-from origamig.call.decision import Decision, decide
+from origamig.bilp.backends.base import make_limits
+from origamig.call.admission_neighborhood import select_admission
+from origamig.call.consolidation_neighborhood import Consolidation, select_consolidation
 from origamig.call.goals import CallWeights
 from origamig.call.kinds import CallKind
-from origamig.call.neighborhood import (
-    Bounds,
-    Consolidation,
-    Neighborhood,
-    select_admission,
-    select_consolidation,
-    select_random,
-)
+from origamig.call.neighborhood import Neighborhood
+from origamig.call.neighborhood_bounds import Bounds
+from origamig.call.random_neighborhood import select_random
 from origamig.cluster.datacenter import DataCenter
 from origamig.cluster.records import NO_GPU_CLASS, VmSpec, Weights
 from origamig.memo import remember
 from origamig.policies.arrival_rule import choose_pm, first_fit
-from origamig.policies.base import (
-    ArrivalDecision,
-    CallOutcome,
-    CallStats,
-    Deferred,
-    Placed,
-    Rejection,
-    Work,
-    register,
-)
+from origamig.policies.base import ArrivalDecision, Deferred, Placed, Rejection, Work, register
 from origamig.policies.fgd import FgdRule
-from origamig.policies.optimizer.options import (
-    DEFAULT_ARRIVAL,  # noqa: F401 — sweeps import it from here
-    Arrival,
-    OrigaMIGOptions,
-)
+from origamig.policies.optimizer.call_counters import CallCounters
+from origamig.policies.optimizer.call_work import outright, run_call
+from origamig.policies.optimizer.options import Arrival, OrigaMIGOptions
+from origamig.policies.optimizer.reuse import REUSE_CAPACITY, region_key, reusable
 from origamig.policies.optimizer.solve_pool import CallJob, solve_calls
 from origamig.policies.optimizer.triggers import Triggers
 from origamig.policies.tc.rule import tc_fit_on_pm
@@ -133,11 +118,7 @@ class OrigaMIG:
         # Told each call on PMs as it starts: the state it was chosen on, its neighborhood, its outcome
         # and the check's time (benchmarks record calls with it).
         self.on_call: Callable[[DataCenter, Neighborhood, Work, float], None] | None = None
-        self._calls: Counter[str] = Counter()
-        self._wall: list[float] = []
-        self._phase: defaultdict[str, float] = defaultdict(float)  # seconds per phase of the calls
-        self._count: Counter[str] = Counter()
-        self._status: Counter[str] = Counter()
+        self._counters = CallCounters()
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled (a run's checkpoint) without the reuse cache (it only saves solver time) and
@@ -198,7 +179,7 @@ class OrigaMIG:
                 self._step_over = bool(chosen)  # answered at the next ask, as if asked in turn
                 break
             if self._step_calls:
-                self._count["calls_side_by_side"] += 1
+                self._counters.count["calls_side_by_side"] += 1
             self._step_calls += 1
             chosen.append(pick)
             held = held | (pick.pms if isinstance(pick, Work) else frozenset(pick.nb.pms))
@@ -258,7 +239,7 @@ class OrigaMIG:
                 # (rotating) every receiver already held by a call that changed nothing.
                 self.triggers.unchanged(dc, h)
                 self._visited.pop(h, None)
-                self._calls["consolidation_skipped"] += 1
+                self._counters.calls["consolidation_skipped"] += 1
                 continue
             return self._choose(dc, nb, time.perf_counter() - t0)
         return None
@@ -277,7 +258,7 @@ class OrigaMIG:
         base, m = self.bounds.m_max, self._m_max.get(h, self.bounds.m_max)
         if work.call.proved_optimal and m < self.grow_to:
             self._m_max[h] = min(2 * m, self.grow_to)
-            self._count["neighborhoods_grown"] += 1
+            self._counters.count["neighborhoods_grown"] += 1
             return True
         # Proved at the largest size: start small again when h wakes; stopped by the budget: halve.
         self._m_max[h] = base if work.call.proved_optimal else max(base, m // 2)
@@ -289,7 +270,7 @@ class OrigaMIG:
         if nb.pms and self.on_select is not None:
             self.on_select(frozenset(nb.pms))
         if not nb.pms:
-            why = {v: _outright(dc, v).reason for v in nb.rejected}
+            why = {v: outright(dc, v).reason for v in nb.rejected}
             kind = CallKind(nb.kind)
             return Work(
                 kind, frozenset(), {}, rejected=nb.rejected, applied=False, wall_s=select_s, reasons=why
@@ -297,7 +278,7 @@ class OrigaMIG:
         key = region_key(dc, nb) if self.reuse_unchanged and nb.kind == CallKind.CONSOLIDATION else None
         known = self._unchanged.get(key) if key is not None else None
         if known is not None:
-            self._calls["reused"] += 1
+            self._counters.calls["reused"] += 1
             return _Chosen(nb, key, ready=replace(known, phases_s={"select_s": select_s}))
         weights = (
             self.call_weights.admission(dc, nb.pms)
@@ -324,20 +305,13 @@ class OrigaMIG:
             work = replace(work, modeled_s=work.modeled_s * self.options.call_time_scale)
         if self.on_call is not None:
             self.on_call(dc, nb, work, now)
-        if chosen.job is not None and chosen.key is not None and _unchanged(work, self.limits.budget_only):
+        if chosen.job is not None and chosen.key is not None and reusable(work, self.limits.budget_only):
             remember(self._unchanged, chosen.key, work, REUSE_CAPACITY)
         assert work.call is not None
         if nb.kind == CallKind.CONSOLIDATION and nb.gpu_class is not None:
             running, applied = self._class_running.get(nb.gpu_class, (0, False))
             self._class_running[nb.gpu_class] = (running + 1, applied)
-        self._calls[nb.kind] += 1
-        self._wall.append(work.wall_s)
-        for phase in PHASES:
-            self._phase[phase] += work.phases_s.get(phase, 0.0)
-        if "primal_s" in work.phases_s:  # only with the `primal` option: other runs keep their counters
-            self._phase["primal_s"] += work.phases_s["primal_s"]
-        self._status[work.call.termination] += 1
-        self._status[f"outcome_{work.call.outcome}"] += 1
+        self._counters.started(nb.kind, work)
         return work
 
     def finished(self, dc: DataCenter, work: Work, now: float) -> None:
@@ -352,13 +326,7 @@ class OrigaMIG:
                 self.triggers.unchanged(dc, h)
         if work.applied:
             self._visited.clear()
-        self._count["admitted"] += len(work.admitted)
-        self._count["rejected"] += len(work.rejected)
-        if work.applied and work.plan is not None:
-            cost = work.plan.cost
-            self._count["migrations"] += cost.migrations_intra + cost.migrations_inter
-            self._count["parking"] += cost.parking_intra + cost.parking_inter
-            self._count["bytes"] += cost.bytes
+        self._counters.finished(work)
 
     def _last_of_class(self, h: str, work: Work) -> bool:
         """Count `work`, a call of class h, as ended: True when it was h's last call running and no
@@ -371,17 +339,7 @@ class OrigaMIG:
         return not applied
 
     def counters(self) -> dict[str, float]:
-        out: dict[str, Any] = {f"calls_{k}": v for k, v in self._calls.items()}
-        out["calls"] = sum(v for k, v in self._calls.items() if k not in ("consolidation_skipped", "reused"))
-        out["median_call_s"] = statistics.median(self._wall) if self._wall else 0.0
-        out["time_longest_call_s"] = max(self._wall, default=0.0)  # wall clock: how near the safety net
-        out.update({f"time_{k}": v for k, v in self._phase.items()})
-        out.update({f"status_{k}": v for k, v in self._status.items()})
-        out.update(self._count)
-        return out
-
-
-REUSE_CAPACITY = 4096  # unchanged calls remembered (the oldest is forgotten first)
+        return self._counters.report()
 
 
 @dataclass(frozen=True)
@@ -392,111 +350,6 @@ class _Chosen:
     key: tuple[Any, ...] | None
     ready: Work | None = None
     job: CallJob | None = None
-
-
-def region_key(dc: DataCenter, nb: Neighborhood) -> tuple[Any, ...]:
-    """What a call's BILP depends on: its PMs in order, their VMs in placement order with their
-    placements (a VM id fixes its spec), and its pending VMs (`bilp.restrict`). O(neighborhood)."""
-    running = tuple((v, dc.placement[v]) for j in nb.pms for v in dc.vms_on(j))
-    return (nb.kind, nb.gpu_class, tuple(nb.pms), running, tuple(nb.pending), nb.rejected)
-
-
-def _unchanged(work: Work, deterministic: bool) -> bool:
-    """A call that changed nothing and would change nothing if solved again on the same state: its
-    solver proved that keeping every VM in place is optimal (the optimum is a property of the model,
-    not of the run), or, under a deterministic budget, stopped at it with nothing better (the same
-    model gives the same answer)."""
-    call = work.call
-    if call is None or work.applied:
-        return False
-    if call.outcome == CallOutcome.NO_CHANGE and call.proved_optimal:
-        return True
-    return deterministic and call.outcome == CallOutcome.STOPPED_AT_LIMIT
-
-
-# The phases of a call's wall time (bound_s: the LP bound before the MIP, docs/model.md#no-change-proof).
-PHASES = ("select_s", "build_s", "compile_s", "bound_s", "solve_s", "decode_s", "plan_s")
-
-
-def run_call(
-    dc: DataCenter,
-    nb: Neighborhood,
-    weights: Weights,
-    solver: str,
-    limits: Limits,
-    select_s: float = 0.0,
-    admits_first: bool = False,
-    gpu_order: bool = False,
-    primal: bool = False,
-) -> Work:
-    """One call on neighborhood `nb` (`decision.decide`), as the Work the simulator applies.
-
-    Pending VMs of the call that an applied plan does not admit are rejected, and so are those
-    Algorithm 1 rejected outright; `Work.reasons` says why each is (`call/reasons.py`, judged on the
-    state the call leaves; `admits_first`: whether its goal ranks admitting first)."""
-    t0 = time.perf_counter()
-    decision = decide(dc, nb.pms, nb.pending, weights, solver, limits, gpu_order=gpu_order, primal=primal)
-    sol = decision.solution
-    applied = decision.applied
-    admitted = tuple(v for v in nb.pending if v in decision.changed) if applied else ()
-    rejected = tuple(v for v in nb.pending if v not in admitted) + nb.rejected
-    why = _reasons(dc, nb, decision, weights, admitted, admits_first) if rejected else {}
-    stats = CallStats(
-        status=decision.status,
-        changed=bool(decision.changed),
-        termination=sol.result.termination,
-        proved_optimal=sol.result.proved_optimal,
-        gpu_class=nb.gpu_class,
-        pms=len(nb.pms),
-        vms=nb.vm_count(dc),
-        gain=decision.gain,
-        detail=decision.reason,
-    )
-    return Work(
-        kind=CallKind(nb.kind),  # Algorithm 1's (a scope given by hand is `solve`'s only)
-        pms=frozenset(nb.pms),
-        target=decision.changed if applied else {},
-        admitted=admitted,
-        rejected=rejected,
-        plan=decision.plan if applied else None,
-        wall_s=select_s + (time.perf_counter() - t0),
-        modeled_s=sol.modeled_s,
-        applied=applied,
-        phases_s={"select_s": select_s, **decision.timings},
-        call=stats,
-        reasons=why,
-    )
-
-
-def _reasons(
-    dc: DataCenter,
-    nb: Neighborhood,
-    decision: Decision,
-    weights: Weights,
-    admitted: tuple[str, ...],
-    admits_first: bool,
-) -> dict[str, str]:
-    """Why each pending VM of the call that it does not admit is rejected, on the state it leaves."""
-    end = dc
-    if decision.applied:
-        end = dc.copy()
-        end.apply_placement(dict(decision.changed))
-    out: dict[str, str] = {}
-    for v in nb.rejected:
-        out[v] = _outright(dc, v).reason
-    for v in nb.pending:
-        if v not in admitted:
-            vm = dc.pending[v]
-            verdict = reasons.fits_nowhere(dc.pms, vm) or reasons.of_call(
-                end, vm, decision, weights, len(nb.pms), admits_first
-            )
-            out[v] = verdict.reason
-    return out
-
-
-def _outright(dc: DataCenter, v: str) -> reasons.Verdict:
-    """Why Algorithm 1 left pending VM `v` out of every call (its count test found no PM)."""
-    return reasons.fits_nowhere(dc.pms, dc.pending[v]) or reasons.Verdict(True, reasons.OUTRIGHT)
 
 
 def _class_of(work: Work, dc: DataCenter) -> str | None:

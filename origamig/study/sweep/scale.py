@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from origamig.policies.optimizer.policy import DEFAULT_ARRIVAL
+from origamig.policies.optimizer.options import DEFAULT_ARRIVAL
 from origamig.sim.fleet import Fleet
 from origamig.sim.scenario import SimConfig
 from origamig.sim.workload import HOUR
