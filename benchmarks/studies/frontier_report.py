@@ -1,6 +1,7 @@
 """What benchmarks/studies/frontier.py reports: per seed group the rows' means and the Pareto frontiers,
-OrigaMIG matched to each rival on the tuning seeds and judged against it on the judging seeds (paired
-differences, 95% CIs, a noise floor), the tables and the frontier figure."""
+OrigaMIG matched to each rival on the tuning seeds (or, with no tuning runs and one OrigaMIG setting run,
+that setting) and judged against it on the judging seeds (paired differences, 95% CIs, a noise floor),
+the tables and the frontier figure."""
 
 from __future__ import annotations
 
@@ -148,9 +149,11 @@ def analyse(sw: Sweep, shown: Sequence[RowLike], floor: float) -> dict[str, Any]
     for r in shown:
         if r.family == OURS:
             continue
-        mine = matched(per_group["tune"], ours, r.name)
+        mine, how = matched(per_group["tune"], ours, r.name), "tuning seeds"
+        if mine is None and len(ours) == 1:  # one setting run: nothing to choose, nothing tuned
+            mine, how = ours[0], "the only setting run"
         if mine is not None:
-            comparisons[r.name] = paired(sw, mine, r.name, "judge", floor)
+            comparisons[r.name] = paired(sw, mine, r.name, "judge", floor) | {"matched_by": how}
     return {"means": per_group, "frontiers": fronts, "paired_on_judging_seeds": comparisons}
 
 
@@ -181,7 +184,7 @@ def print_tables(sw: Sweep, shown: Sequence[RowLike], findings: dict[str, Any], 
     rows = []
     for rival, v in findings["paired_on_judging_seeds"].items():
         rows.append([
-            labels[rival], labels[v["origamig_row"]],
+            labels[rival], f"{labels[v['origamig_row']]}, {v.get('matched_by', 'tuning seeds')}",
             f"{sweep.fmt(v['fewer_pms_pct'], 1, 2)}: {v['verdicts']['pms']}",
             f"{sweep.fmt(v['fewer_gpus_pct'], 1, 2)}: {v['verdicts']['gpus']}",
             f"{sweep.fmt(v['acceptance_gain_pp'], 1, 2)}: {v['verdicts']['acceptance']}",
@@ -192,7 +195,7 @@ def print_tables(sw: Sweep, shown: Sequence[RowLike], findings: dict[str, Any], 
         f"OrigaMIG against each rival on the judging seeds, paired by seed (noise floor {floor:g}%)",
         [
             "rival",
-            "OrigaMIG (matched on tuning seeds)",
+            "OrigaMIG (matched by)",
             "fewer PMs (%)",
             "fewer GPUs (%)",
             "accept. (pp)",

@@ -121,6 +121,12 @@ def test_frontier_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert {r["col"] for r in doc["runs"]} == {"tune", "judge"}
     back = sweep.load_sweep("frontier", TINY, tmp_path)
     assert report.analyse(back, chosen, 0.25) == findings
+    # Judging seeds only, one OrigaMIG setting: it is every rival's match, and the record says why.
+    judged = dataclasses.replace(sw, runs=[r for r in sw.runs if r.col == "judge"])
+    alone = report.analyse(judged, [frontier.ROWS["ff"], frontier.ROWS["origamig-d20"]], 0.25)
+    (ff,) = alone["paired_on_judging_seeds"].values()
+    assert (ff["origamig_row"], ff["matched_by"]) == ("origamig-d20", "the only setting run")
+    assert report.analyse(judged, chosen, 0.25)["paired_on_judging_seeds"] == {}  # two settings: none chosen
 
 
 def _args(out: Path, *extra: str) -> argparse.Namespace:
