@@ -119,8 +119,8 @@ def simulate(
 
     The default scale (128 PMs, 48 h warm-up + 72 h measured, seeds 1..5,
     load 0.85) costs, per seed on one core: about 1 s for FF, 10-30 s for TC,
-    1.5-3 hours for OrigaMIG. For a first look try --pms 32 --warmup 24h
-    --measure 24h --seeds 2 (OrigaMIG: 2-15 minutes per seed)."""
+    10-15 minutes for OrigaMIG. For a first look try --pms 32 --warmup 24h
+    --measure 24h --seeds 2 (OrigaMIG: 0.5-2 minutes per seed)."""
     policies = split_list(policy)
     options = parse_options(option or [], policies)
     if bound is not None:
