@@ -119,7 +119,7 @@ def simulate(
 
     The default scale (128 PMs, 48 h warm-up + 72 h measured, seeds 1..5,
     load 0.85) costs, per seed on one core: about 1 s for FF, 10-30 s for TC,
-    10-15 minutes for OrigaMIG. For a first look try --pms 32 --warmup 24h
+    about 15 minutes for OrigaMIG. For a first look try --pms 32 --warmup 24h
     --measure 24h --seeds 2 (OrigaMIG: 0.5-2 minutes per seed)."""
     policies = split_list(policy)
     options = parse_options(option or [], policies)

@@ -88,7 +88,7 @@ def study(
     rerun skips the cells this version of the code already ran and resumes
     interrupted ones from their checkpoints. Cost per seed on one core: at
     quick scale FF and TC a second or two, OrigaMIG 0.5-2 minutes; at full
-    scale OrigaMIG 10-15 minutes.
+    scale OrigaMIG about 15 minutes.
 
     Example: origamig study first --policy tc,origamig --load 0.5,0.85 --seeds 2"""
     chosen = scale_of(scale_name, seeds, solver)
