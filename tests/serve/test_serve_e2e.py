@@ -75,21 +75,23 @@ def controller(srv: Server, log: Path, journal: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-# Whether the optimizer's plans meet the controller's acknowledgements depends on timing: in about one
-# run in five every plan is aborted (stale, or timed out while the controller is down) before its first
-# step, or no pod waits for a plan. Every run's invariants are checked; up to this many runs (another
-# request log each) are made until one has an acknowledged step, so that the test always covers one.
-RUNS_FOR_AN_ACK = 3
+# Whether the optimizer's plans meet the controller's acknowledgements depends on the request log and
+# on timing: with small VMs placed without waiting for plans, most logs need no plan a pod waits for, or
+# every plan is aborted (stale, or timed out while the controller is down) before its first step —
+# 5 of 8 logs measured on a quiet machine had no acknowledged step. Logs 2, 3 and 7 had one in each of
+# three trials, so they come first. Every run's invariants are checked; runs are made, one log each,
+# until one has an acknowledged step, so that the test always covers one.
+REQUEST_LOGS = (2, 3, 7, 0, 1, 4, 5, 6)
 
 
 @pytest.mark.slow
 def test_a_deployment_with_kills_ends_in_the_controllers_view(tmp_path: Path) -> None:
     acked: list[dict[str, Any]] = []
-    for attempt in range(RUNS_FOR_AN_ACK):
-        acked = run_deployment(tmp_path / f"run{attempt}", random.Random(20261206 + attempt))
+    for log in REQUEST_LOGS:
+        acked = run_deployment(tmp_path / f"run{log}", random.Random(20261206 + log))
         if acked:
             return
-    assert acked, f"no plan step was acknowledged in {RUNS_FOR_AN_ACK} runs"
+    assert acked, f"no plan step was acknowledged in {len(REQUEST_LOGS)} runs"
 
 
 def run_deployment(tmp_path: Path, rng: random.Random) -> list[dict[str, Any]]:
