@@ -156,4 +156,4 @@ class Driver:
         self.log.append(("plan_ended", now, plan.id, plan.status))
 
     def touched(self, pms: Iterable[int]) -> None:
-        pass
+        """Nothing to record: this driver keeps no metrics of the PMs it changes."""

@@ -184,7 +184,7 @@ def print_tables(sw: Sweep, shown: Sequence[RowLike], findings: dict[str, Any], 
     rows = []
     for rival, v in findings["paired_on_judging_seeds"].items():
         rows.append([
-            labels[rival], f"{labels[v['origamig_row']]}, {v.get('matched_by', 'tuning seeds')}",
+            labels[rival], f"{labels[v['origamig_row']]}, {v['matched_by']}",
             f"{sweep.fmt(v['fewer_pms_pct'], 1, 2)}: {v['verdicts']['pms']}",
             f"{sweep.fmt(v['fewer_gpus_pct'], 1, 2)}: {v['verdicts']['gpus']}",
             f"{sweep.fmt(v['acceptance_gain_pp'], 1, 2)}: {v['verdicts']['acceptance']}",

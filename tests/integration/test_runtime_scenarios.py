@@ -55,7 +55,7 @@ class Scripted:
         return Placed(w) if isinstance(w, Placement) else Rejection("scripted")
 
     def depart(self, dc: DataCenter, vm_id: str, now: float) -> None:
-        pass
+        """Nothing to forget: the scripted policy keeps no state of its own."""
 
     def next_check(self, now: float) -> float | None:
         later = [t for t in self.calls if t >= now]
@@ -69,7 +69,7 @@ class Scripted:
         return moves_work(CallKind.CONSOLIDATION, dc, target, plan_moves(dc, target), 0.0, admitted)
 
     def finished(self, dc: DataCenter, work: Work, now: float) -> None:
-        pass
+        """Nothing to record: the scenarios read the runtime's log, not the policy's."""
 
     def counters(self) -> dict[str, float]:
         return {}

@@ -54,7 +54,7 @@ class RandomMover:
         return Deferred("waits") if isinstance(hit, Rejection) else Placed(hit)
 
     def depart(self, dc: DataCenter, vm_id: str, now: float) -> None:
-        pass
+        """Nothing to forget: the random mover keeps no state of its own."""
 
     def next_check(self, now: float) -> float:
         return (now // 60 + 1) * 60
@@ -92,7 +92,7 @@ class RandomMover:
         return Work(CallKind.ADMISSION, pms, target, admitted=tuple(admitted), plan=plan, modeled_s=5.0)
 
     def finished(self, dc: DataCenter, work: Work, now: float) -> None:
-        pass
+        """Nothing to record: the properties are checked on the state, not on the policy."""
 
     def counters(self) -> dict[str, float]:
         return {}

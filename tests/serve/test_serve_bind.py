@@ -44,7 +44,7 @@ class FakeApi:
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args: Any) -> None:
-                pass
+                """Quiet: the fake API server's requests are asserted, not logged."""
 
             def answer(self, code: int, body: dict[str, Any]) -> None:
                 data = json.dumps(body).encode()
